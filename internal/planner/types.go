@@ -96,8 +96,10 @@ type WaitReason string
 
 const (
 	ServerRequested WaitReason = "ServerRequested"
-	FallbackBackoff WaitReason = "FallbackBackoff"
-	WaitNotSent     WaitReason = "NotSent"
+	// WaitFallbackBackoff is named with a Wait prefix (like WaitNotSent) because
+	// FallbackBackoff is the FallbackPolicy constant.
+	WaitFallbackBackoff WaitReason = "FallbackBackoff"
+	WaitNotSent         WaitReason = "NotSent"
 )
 
 // StopReason names why a task stops. Values are the API's stop reasons.
