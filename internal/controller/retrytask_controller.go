@@ -1,0 +1,162 @@
+// Package controller holds the reconcilers: read the object, ask the planner,
+// persist, then requeue or hand a due attempt to the runner.
+package controller
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+	"github.com/retry-operator/retry-operator/internal/planner"
+)
+
+// +kubebuilder:rbac:groups=retryoperator.dev,resources=retrytasks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=retryoperator.dev,resources=retrytasks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=retryoperator.dev,resources=retrytasks/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;create;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// RetryTaskReconciler runs RetryTasks.
+type RetryTaskReconciler struct {
+	client.Client
+	Clock  clock.Clock
+	Runner *Runner
+	Events *Events
+}
+
+// Reconcile reads the task, settles leases and resolutions, and then either
+// waits, stops, or hands a due attempt to the runner.
+func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	task := &v1alpha1.RetryTask{}
+	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !task.DeletionTimestamp.IsZero() || r.Runner.Running(task.UID) {
+		// An attempt is being handled here; it writes its own result.
+		return ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	next := task.DeepCopy()
+	initStatus(next, now)
+	resolution := applyResolution(next, now)
+
+	if a := next.Status.ActiveAttempt; a != nil {
+		if now.Before(a.LeaseExpiresAt.Time) {
+			// Another process may be sending it: wait for its result or its lease.
+			return r.write(ctx, task, next, a.LeaseExpiresAt.Sub(now))
+		}
+		if why := expireLease(next, now); a.Mode == ModeSend {
+			reconcileUnknown(next, why, r.Runner.jitter(), now)
+		}
+	}
+
+	switch next.Status.Phase {
+	case v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseEscalated:
+		r.Runner.Forget(task.UID)
+		return r.writeAndReport(ctx, task, next, resolution)
+	case v1alpha1.PhaseOutcomeUnknown:
+		if wantsStatusCheck(next) {
+			if !equality.Semantic.DeepEqual(task.Status, next.Status) {
+				// Write the unknown outcome first; the write's event brings us
+				// back to probe from it.
+				return r.writeAndReport(ctx, task, next, resolution)
+			}
+			r.Runner.Dispatch(next, ModeStatusCheck)
+			return ctrl.Result{}, nil
+		}
+		return r.writeAndReport(ctx, task, next, resolution)
+	}
+	return r.advance(ctx, task, next, now, resolution)
+}
+
+// advance handles a task that may send: Pending or Waiting.
+func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.RetryTask, now time.Time, resolution *v1alpha1.Resolution) (ctrl.Result, error) {
+	_, res := planner.Claim(plannerState(&next.Status), plannerPolicy(next).MaxAttempts, now)
+	switch res {
+	case planner.NotDue:
+		return r.writeAndReportAfter(ctx, task, next, resolution, next.Status.ReadyAt.Sub(now))
+	case planner.DeadlinePassed, planner.BudgetSpent:
+		reason, msg := claimStop(res, next, now)
+		stopOrEscalate(next, reason, msg, now)
+		r.Runner.Forget(task.UID)
+		return r.writeAndReport(ctx, task, next, resolution)
+	case planner.Claimed:
+		if wait, ok := r.Runner.dueLocally(task.UID, now); !ok {
+			return r.writeAndReportAfter(ctx, task, next, resolution, wait)
+		}
+		if resolution != nil {
+			if err := r.commit(ctx, task, next, resolution); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		// The runner claims in the API server before sending (I4); the claim
+		// also carries the status initialised above.
+		r.Runner.Dispatch(next, ModeSend)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *RetryTaskReconciler) writeAndReport(ctx context.Context, task, next *v1alpha1.RetryTask, resolution *v1alpha1.Resolution) (ctrl.Result, error) {
+	return r.writeAndReportAfter(ctx, task, next, resolution, 0)
+}
+
+func (r *RetryTaskReconciler) writeAndReportAfter(ctx context.Context, task, next *v1alpha1.RetryTask, resolution *v1alpha1.Resolution, after time.Duration) (ctrl.Result, error) {
+	if err := r.commit(ctx, task, next, resolution); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+func (r *RetryTaskReconciler) write(ctx context.Context, task, next *v1alpha1.RetryTask, after time.Duration) (ctrl.Result, error) {
+	return r.writeAndReportAfter(ctx, task, next, nil, after)
+}
+
+// commit writes the status when it changed, with the resourceVersion read, and
+// reports the change. A conflict is not an error: the write that won will
+// bring a fresh event.
+func (r *RetryTaskReconciler) commit(ctx context.Context, task, next *v1alpha1.RetryTask, resolution *v1alpha1.Resolution) error {
+	if equality.Semantic.DeepEqual(task.Status, next.Status) {
+		return nil
+	}
+	if err := r.Status().Update(ctx, next); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if resolution != nil {
+		r.Events.resolved(next, resolution.Action, resolution.Note)
+	}
+	if task.Status.Phase != next.Status.Phase {
+		r.Events.decision(next)
+	}
+	task.Status = next.Status
+	task.ResourceVersion = next.ResourceVersion
+	return nil
+}
+
+func wantsStatusCheck(t *v1alpha1.RetryTask) bool {
+	u := t.Spec.OnUnknownOutcome
+	return u != nil && u.Policy == "StatusCheck" && u.StatusCheck != nil &&
+		t.Status.ActiveAttempt == nil && t.Status.Reason != ReasonInconclusive
+}
+
+// SetupWithManager registers the controller; the runner's wake-ups are a second
+// source, so a finished attempt is looked at again at once.
+func (r *RetryTaskReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.RetryTask{}).
+		WatchesRawSource(source.Channel(r.Runner.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Named("retrytask").
+		Complete(r)
+}

@@ -1,0 +1,467 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+	"github.com/retry-operator/retry-operator/internal/dispatch"
+	"github.com/retry-operator/retry-operator/internal/planner"
+	"github.com/retry-operator/retry-operator/internal/retryafter"
+)
+
+// Runner sends attempts off the reconcile workers, at most Slots at a time, so a
+// slow target never delays another task's due time. It keeps the in-process
+// state: which tasks have an attempt running here, and the monotonic instant
+// before which each task may not be sent.
+type Runner struct {
+	Client    client.Client
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Clock     clock.Clock
+	Sender    *dispatch.Sender
+	Events    *Events
+	// LeaseGrace is added to the request timeout to form the attempt's lease.
+	LeaseGrace time.Duration
+
+	slots   chan struct{}
+	wake    chan event.GenericEvent
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	running map[types.UID]struct{}
+	// notBefore holds the in-process monotonic readyAt: both it and the stored
+	// wall-clock readyAt must pass before a send (I1).
+	notBefore map[types.UID]time.Time
+	wg        sync.WaitGroup
+	ctx       context.Context
+}
+
+// NewRunner makes a runner that sends at most slots attempts at once.
+func NewRunner(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, clk clock.Clock, ev *Events, slots int) *Runner {
+	return &Runner{
+		Client: c, APIReader: apiReader, Scheme: scheme, Clock: clk, Events: ev,
+		Sender:     dispatch.NewSender(clk),
+		LeaseGrace: defaultLeaseGrace,
+		slots:      make(chan struct{}, slots),
+		wake:       make(chan event.GenericEvent, 1024),
+		rnd:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15)),
+		running:    map[types.UID]struct{}{},
+		notBefore:  map[types.UID]time.Time{},
+	}
+}
+
+// Start runs until ctx ends, then waits for the attempts in flight; it makes the
+// runner a manager Runnable so that sends stop with the manager.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.wg.Wait()
+	return nil
+}
+
+// Wakeups are events that make the controller look at a task again.
+func (r *Runner) Wakeups() <-chan event.GenericEvent { return r.wake }
+
+// Running reports whether an attempt of the task is being handled here.
+func (r *Runner) Running(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.running[uid]
+	return ok
+}
+
+// dueLocally reports whether the in-process monotonic readyAt has passed.
+func (r *Runner) dueLocally(uid types.UID, now time.Time) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	nb, ok := r.notBefore[uid]
+	if !ok || !now.Before(nb) {
+		return 0, true
+	}
+	return nb.Sub(now), false
+}
+
+func (r *Runner) scheduled(uid types.UID, now time.Time, delay time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notBefore[uid] = now.Add(delay)
+}
+
+// Forget drops in-process state of a deleted task.
+func (r *Runner) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.notBefore, uid)
+}
+
+func (r *Runner) jitter() planner.Rand { return lockedRand{r} }
+
+type lockedRand struct{ r *Runner }
+
+func (l lockedRand) Int64N(n int64) int64 {
+	l.r.mu.Lock()
+	defer l.r.mu.Unlock()
+	return l.r.rnd.Int64N(n)
+}
+
+// Dispatch hands a due task to the runner. The task carries any status changes
+// the reconciler made (they go out in the claim write). It returns false when
+// the task is already being handled here or the runner is not started.
+func (r *Runner) Dispatch(task *v1alpha1.RetryTask, mode string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.running[task.UID]; ok || r.ctx == nil || r.ctx.Err() != nil {
+		return false
+	}
+	r.running[task.UID] = struct{}{}
+	r.wg.Add(1)
+	go r.run(r.ctx, task.DeepCopy(), mode)
+	return true
+}
+
+func (r *Runner) run(ctx context.Context, task *v1alpha1.RetryTask, mode string) {
+	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, task.UID)
+		r.mu.Unlock()
+		// Look again once we are no longer running, in case an event was
+		// skipped while we were.
+		r.poke(task)
+	}()
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-r.slots }()
+
+	log := ctrl.LoggerFrom(ctx).WithValues("retrytask", client.ObjectKeyFromObject(task))
+	ctx = ctrl.LoggerInto(ctx, log)
+	if mode == ModeStatusCheck {
+		r.statusCheck(ctx, task)
+		return
+	}
+	r.attempt(ctx, task)
+}
+
+func (r *Runner) poke(task *v1alpha1.RetryTask) {
+	select {
+	case r.wake <- event.GenericEvent{Object: task}:
+	default: // the controller is already busy; the next event or requeue covers it
+	}
+}
+
+// attempt claims, sends and records one attempt.
+func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask) {
+	log := ctrl.LoggerFrom(ctx)
+	// Deadline, attempts and readyAt are checked here, after any wait for a
+	// slot, as the last step before the claim (I2).
+	now := r.Clock.Now()
+	if _, ok := r.dueLocally(task.UID, now); !ok {
+		return
+	}
+	st, res := planner.Claim(plannerState(&task.Status), plannerPolicy(task).MaxAttempts, now)
+	switch res {
+	case planner.DeadlinePassed, planner.BudgetSpent:
+		reason, msg := claimStop(res, task, now)
+		stopOrEscalate(task, reason, msg, now)
+		if err := r.Client.Status().Update(ctx, task); err != nil && !apierrors.IsConflict(err) {
+			log.Error(err, "recording the stop")
+		}
+		r.Events.decision(task)
+		return
+	case planner.Claimed:
+	default:
+		return // not due or busy: the reconciler will look again
+	}
+	claimAttempt(task, st, now, r.LeaseGrace)
+	// The claim carries the resourceVersion we read: a conflict means someone
+	// else acted, so nothing is sent (I4).
+	if err := r.Client.Status().Update(ctx, task); err != nil {
+		if !apierrors.IsConflict(err) {
+			log.Error(err, "claiming the attempt; nothing was sent")
+		}
+		return
+	}
+	number := st.ActiveAttempt
+	r.Events.attemptStarted(task, number)
+
+	result := r.send(ctx, task)
+	if ctx.Err() != nil && result.Outcome != planner.Response {
+		// The manager is stopping. The lease will turn this attempt into an
+		// unknown outcome on the next start; nothing more is written now.
+		return
+	}
+	r.record(ctx, task, number, ModeSend, result)
+}
+
+func claimStop(res planner.ClaimResult, task *v1alpha1.RetryTask, now time.Time) (planner.StopReason, string) {
+	if res == planner.DeadlinePassed {
+		return planner.DeadlineExhausted, fmt.Sprintf("the deadline %s passed before attempt %d could be sent",
+			task.Status.Deadline.UTC().Format(time.RFC3339Nano), task.Status.Attempts+1)
+	}
+	return planner.AttemptBudgetExhausted, fmt.Sprintf("all %d attempts are used", task.Status.Attempts)
+}
+
+// send builds the request (secrets are read now and never kept) and sends it,
+// unless the deadline has passed in the meantime.
+func (r *Runner) send(ctx context.Context, task *v1alpha1.RetryTask) dispatch.Result {
+	req, err := dispatch.Build(ctx, r.APIReader, task)
+	if err != nil {
+		return dispatch.Result{Outcome: planner.NotSent, Err: err, ReceivedAt: r.Clock.Now()}
+	}
+	if now := r.Clock.Now(); !now.Before(task.Status.Deadline.Time) {
+		return dispatch.Result{Outcome: planner.NotSent, Err: errDeadline, ReceivedAt: now}
+	}
+	return r.Sender.Send(ctx, req, maxBodyOf(task))
+}
+
+var errDeadline = errors.New("the deadline passed before the request was sent")
+
+func maxBodyOf(t *v1alpha1.RetryTask) int64 { return dispatch.MaxBody(t) }
+
+// record writes the result and the decision in one status write. It re-reads
+// and re-applies on conflict as long as the attempt is still the active one.
+func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number int, mode string, result dispatch.Result) {
+	log := ctrl.LoggerFrom(ctx)
+	if mode == ModeSend && result.Outcome == planner.Response && result.StatusCode >= 200 && result.StatusCode < 300 {
+		result = r.store(ctx, task, result)
+	}
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if !first {
+			fresh := &v1alpha1.RetryTask{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), fresh); err != nil {
+				return err
+			}
+			a := fresh.Status.ActiveAttempt
+			if a == nil || int(a.Number) != number || a.Mode != mode {
+				return errSuperseded
+			}
+			task = fresh
+		}
+		first = false
+		now := r.Clock.Now()
+		if mode == ModeStatusCheck {
+			applyStatusCheck(task, result, r.jitter(), now)
+		} else {
+			applyAttemptResult(task, number, result, r.jitter(), now)
+		}
+		return r.Client.Status().Update(ctx, task)
+	})
+	switch {
+	case errors.Is(err, errSuperseded):
+		log.Info("result dropped: the attempt is no longer active", "attempt", number)
+		return
+	case err != nil:
+		log.Error(err, "recording the result; the lease will mark the outcome unknown", "attempt", number)
+		return
+	}
+	if task.Status.Phase == v1alpha1.PhaseWaiting && task.Status.ReadyAt != nil {
+		now := r.Clock.Now()
+		r.scheduled(task.UID, now, task.Status.ReadyAt.Sub(now))
+	}
+	r.Events.result(task, number, result)
+	r.Events.decision(task)
+}
+
+var errSuperseded = errors.New("attempt superseded")
+
+// store keeps a successful response where spec.response says. A body over the
+// bound or a failed write turns the result into a failure with a clear reason.
+func (r *Runner) store(ctx context.Context, task *v1alpha1.RetryTask, result dispatch.Result) dispatch.Result {
+	if task.Spec.Response == nil {
+		return result
+	}
+	if result.BodyTooLarge || result.BodyErr != nil {
+		return result
+	}
+	err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return !errors.Is(err, dispatch.ErrNotOwned) }, func() error {
+		return dispatch.Store(ctx, r.Client, r.APIReader, r.Scheme, task, result)
+	})
+	if err != nil {
+		result.BodyErr = fmt.Errorf("storing the response: %w", err)
+	}
+	return result
+}
+
+// applyAttemptResult records a send's result and the planner's decision.
+func applyAttemptResult(task *v1alpha1.RetryTask, number int, result dispatch.Result, rnd planner.Rand, now time.Time) {
+	outcome := planner.Outcome{Kind: result.Outcome, Attempt: number, StatusCode: result.StatusCode}
+	if result.Header != nil {
+		outcome.RetryAfter = result.Header.Values("Retry-After")
+		outcome.Date = result.Header.Values("Date")
+	}
+	state := plannerState(&task.Status)
+	recordResult(task, result, now)
+	if failed, reason, msg := responseNotKept(task, result); failed {
+		task.Status.ReadyAt = nil
+		task.Status.History[len(task.Status.History)-1].Decision = "Stop/" + reason
+		setPhase(task, v1alpha1.PhaseFailed, reason, msg, now)
+		return
+	}
+	d := planner.Plan(state, outcome, plannerPolicy(task), now, rnd)
+	if d.Kind == planner.Wait && result.Outcome == planner.NotSent && result.Err != nil {
+		d.Message += " (" + result.Err.Error() + ")"
+	}
+	if d.Kind == planner.Reconcile {
+		reconcileUnknown(task, d.Message, rnd, now)
+		return
+	}
+	applyDecision(task, d, now)
+	keepServerWait(task, d, outcome, now)
+}
+
+// keepServerWait records the server's requested instant when the task stops or
+// escalates instead of waiting, so that a later spec.resolution Retry still
+// never sends earlier than the server said (I1).
+func keepServerWait(task *v1alpha1.RetryTask, d planner.Decision, o planner.Outcome, now time.Time) {
+	if d.Kind == planner.Wait || d.RetryAfter == nil {
+		return
+	}
+	if src := d.RetryAfter.Source; src != retryafter.DeltaSeconds && src != retryafter.HTTPDate {
+		return
+	}
+	at := planner.CeilMicro(now.Add(d.RetryAfter.Wait(now, o.Date)))
+	if task.Status.ReadyAt == nil || at.After(task.Status.ReadyAt.Time) {
+		task.Status.ReadyAt = micro(at)
+	}
+}
+
+// responseNotKept reports a 2xx whose body could not be kept: the call
+// succeeded on the server, so it is not retried, but the task cannot succeed.
+func responseNotKept(task *v1alpha1.RetryTask, result dispatch.Result) (bool, string, string) {
+	if result.Outcome != planner.Response || result.StatusCode < 200 || result.StatusCode >= 300 {
+		return false, "", ""
+	}
+	if result.BodyTooLarge {
+		return true, ReasonResponseTooLarge, fmt.Sprintf(
+			"the server answered %d but the body is larger than spec.response.maxBodyBytes (%d); it was not stored and the call is not repeated",
+			result.StatusCode, maxBodyOf(task))
+	}
+	if result.BodyErr != nil {
+		return true, ReasonResponseNotStored, fmt.Sprintf(
+			"the server answered %d but the response could not be kept: %v; the call is not repeated", result.StatusCode, result.BodyErr)
+	}
+	return false, "", ""
+}
+
+// statusCheck probes whether an unknown attempt was processed.
+func (r *Runner) statusCheck(ctx context.Context, task *v1alpha1.RetryTask) {
+	now := r.Clock.Now()
+	if task.Status.ActiveAttempt != nil || task.Status.Phase != v1alpha1.PhaseOutcomeUnknown {
+		return
+	}
+	claimStatusCheck(task, now, r.LeaseGrace)
+	if err := r.Client.Status().Update(ctx, task); err != nil {
+		return
+	}
+	number := int(task.Status.Attempts)
+	var result dispatch.Result
+	if req, err := dispatch.BuildStatusCheck(ctx, r.APIReader, task); err != nil {
+		result = dispatch.Result{Outcome: planner.NotSent, Err: err, ReceivedAt: r.Clock.Now()}
+	} else {
+		result = r.Sender.Send(ctx, req, 0)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	r.record(ctx, task, number, ModeStatusCheck, result)
+}
+
+// applyStatusCheck interprets a status check: processed → Succeeded; not found →
+// resend within budgets; anything else stays unknown for a human.
+func applyStatusCheck(task *v1alpha1.RetryTask, result dispatch.Result, rnd planner.Rand, now time.Time) {
+	task.Status.ActiveAttempt = nil
+	sc := task.Spec.OnUnknownOutcome.StatusCheck
+	n := task.Status.Attempts
+	if result.Outcome == planner.Response {
+		if contains(sc.SucceededStatuses, result.StatusCode) {
+			setPhase(task, v1alpha1.PhaseSucceeded, ReasonStatusCheckOK,
+				fmt.Sprintf("the status check answered %d: attempt %d was processed", result.StatusCode, n), now)
+			return
+		}
+		if contains(sc.NotFoundStatuses, result.StatusCode) {
+			resend(task, fmt.Sprintf("the status check answered %d: attempt %d was not processed", result.StatusCode, n), false, rnd, now)
+			return
+		}
+	}
+	what := string(result.Outcome)
+	if result.Outcome == planner.Response {
+		what = fmt.Sprintf("status %d", result.StatusCode)
+	}
+	setPhase(task, v1alpha1.PhaseOutcomeUnknown, ReasonInconclusive,
+		fmt.Sprintf("the status check of attempt %d was inconclusive (%s); set spec.resolution to act", n, what), now)
+}
+
+func contains(list []int32, code int) bool {
+	for _, c := range list {
+		if int(c) == code {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcileUnknown applies spec.onUnknownOutcome to an attempt whose outcome is
+// unknown (I5): it is never simply retried.
+func reconcileUnknown(task *v1alpha1.RetryTask, why string, rnd planner.Rand, now time.Time) {
+	policy := "Manual"
+	if task.Spec.OnUnknownOutcome != nil && task.Spec.OnUnknownOutcome.Policy != "" {
+		policy = task.Spec.OnUnknownOutcome.Policy
+	}
+	switch policy {
+	case "ResendWithIdempotencyKey":
+		resend(task, why, true, rnd, now)
+	case "StatusCheck":
+		setPhase(task, v1alpha1.PhaseOutcomeUnknown, ReasonTimeout, why+"; a status check will tell whether it was processed", now)
+	default:
+		setPhase(task, v1alpha1.PhaseOutcomeUnknown, ReasonTimeout, why+"; it is held until spec.resolution says what to do", now)
+	}
+}
+
+// resend schedules the next attempt after one that was not processed or whose
+// outcome is unknown. It is planned like a NotSent attempt: fallback backoff,
+// inside the same attempt budget and deadline. When the outcome is still
+// unknown and no resend is possible, the task stays held as OutcomeUnknown.
+func resend(task *v1alpha1.RetryTask, why string, stillUnknown bool, rnd planner.Rand, now time.Time) {
+	st := plannerState(&task.Status)
+	st.ActiveAttempt = st.Attempts
+	d := planner.Plan(st, planner.Outcome{Kind: planner.NotSent, Attempt: st.Attempts}, plannerPolicy(task), now, rnd)
+	switch {
+	case d.Kind == planner.Wait:
+		d.Why = planner.WaitFallbackBackoff
+		d.Message = fmt.Sprintf("%s; resending not before %s", why, d.ReadyAt.UTC().Format(time.RFC3339Nano))
+		applyDecision(task, d, now)
+		if stillUnknown {
+			meta.SetStatusCondition(&task.Status.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionOutcomeUnknown, Status: metav1.ConditionTrue, Reason: ReasonResending,
+				Message: d.Message + " with the same idempotency key", ObservedGeneration: task.Generation,
+				LastTransitionTime: metav1.NewTime(now),
+			})
+		}
+	case stillUnknown:
+		setPhase(task, v1alpha1.PhaseOutcomeUnknown, ReasonTimeout,
+			fmt.Sprintf("%s; it cannot be resent (%s); set spec.resolution to act", why, d.Reason), now)
+	default:
+		applyDecision(task, d, now)
+	}
+}
