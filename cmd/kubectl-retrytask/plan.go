@@ -59,13 +59,14 @@ The policy (the RetryTask's spec.retry):
   --fallback-max SECONDS      largest backoff cap (default 30)
   --escalate-on LIST          stop reasons that escalate instead, e.g.
                               WaitBudgetExceeded,DeadlineExhausted
+                              (both list flags may also be repeated)
 
 Output:
   --seed N                    jitter seed for local backoff; the same seed gives
                               the same answer (default 1)
   -o, --output FORMAT         text: one sentence (default); json: one object with
                               decision, reason, retryAfterSource, delaySeconds and
-                              readyAt
+                              readyAt; -ojson and -otext also work
 
 Exit status: 0 when a decision is printed, 2 for a bad flag or value.
 `
@@ -130,14 +131,24 @@ func parsePlanArgs(args []string, clock time.Time) (planArgs, error) {
 	fs.Func("max-attempts", "", countFlag(&pa.policy.MaxAttempts))
 	fs.Func("max-wait", "", secondsFlag(&pa.policy.MaxWait))
 	fs.BoolVar(&pa.policy.SafeToRetry, "safe-to-retry", true, "")
-	fs.Func("retry-on", "", func(s string) error { return parseRetryOn(s, &pa.policy.RetryOn) })
+	fs.Func("retry-on", "", listFlag(&pa.policy.RetryOn, parseRetryOn))
 	fs.Func("fallback", "", func(s string) error { return parseFallback(s, &pa.policy.Fallback.Policy) })
 	fs.Func("fallback-initial", "", secondsFlag(&pa.policy.Fallback.InitialDelay))
 	fs.Func("fallback-max", "", secondsFlag(&pa.policy.Fallback.MaxDelay))
-	fs.Func("escalate-on", "", func(s string) error { return parseEscalateOn(s, &pa.policy.EscalateOn) })
+	fs.Func("escalate-on", "", listFlag(&pa.policy.EscalateOn, parseEscalateOn))
 	fs.Uint64Var(&pa.seed, "seed", 1, "")
 	fs.Func("o", "", outputFlag(&pa.output))
 	fs.Func("output", "", outputFlag(&pa.output))
+	// kubectl users write -ojson; the flag package reads that as a flag "ojson".
+	for _, format := range []string{"json", "text"} {
+		fs.BoolFunc("o"+format, "", func(s string) error {
+			if s != "true" {
+				return errors.New("takes no value; write -o " + format)
+			}
+			pa.output = format
+			return nil
+		})
+	}
 
 	if err := fs.Parse(args); err != nil {
 		return planArgs{}, err
@@ -184,19 +195,12 @@ func parseStatus(s string, status *int) error {
 
 // parseRetryOn accepts 429 and 5xx statuses only: the planner never retries a
 // listed 1xx-4xx, and accepting one here would suggest it does.
-func parseRetryOn(s string, codes *[]int) error {
-	*codes = []int{429}
-	if s == "" {
-		return nil
+func parseRetryOn(f string) (int, error) {
+	n, err := strconv.Atoi(f)
+	if err != nil || n != 429 && (n < 500 || n > 599) {
+		return 0, fmt.Errorf("%q is not a retryable status; list 429 or 500-599", f)
 	}
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n != 429 && (n < 500 || n > 599) {
-			return fmt.Errorf("%q is not a retryable status; list 429 or 500-599", f)
-		}
-		*codes = append(*codes, n)
-	}
-	return nil
+	return n, nil
 }
 
 func parseFallback(s string, p *planner.FallbackPolicy) error {
@@ -209,19 +213,35 @@ func parseFallback(s string, p *planner.FallbackPolicy) error {
 	return errors.New("want backoff, stop or escalate")
 }
 
-func parseEscalateOn(s string, reasons *[]planner.StopReason) error {
-	*reasons = nil
-	if s == "" {
+func parseEscalateOn(f string) (planner.StopReason, error) {
+	r := planner.StopReason(f)
+	if !slices.Contains(planner.StopReasons, r) {
+		return "", fmt.Errorf("%q is not a stop reason; want one of %v", f, planner.StopReasons)
+	}
+	return r, nil
+}
+
+// listFlag reads a comma-separated list flag. The first use replaces the default
+// and later uses add to it, as kubectl's list flags do, so --retry-on 502
+// --retry-on 503 means both; an empty value adds nothing.
+func listFlag[T any](list *[]T, item func(string) (T, error)) func(string) error {
+	set := false
+	return func(s string) error {
+		if !set {
+			*list, set = (*list)[:0:0], true
+		}
+		if s == "" {
+			return nil
+		}
+		for f := range strings.SplitSeq(s, ",") {
+			v, err := item(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			*list = append(*list, v)
+		}
 		return nil
 	}
-	for f := range strings.SplitSeq(s, ",") {
-		r := planner.StopReason(strings.TrimSpace(f))
-		if !slices.Contains(planner.StopReasons, r) {
-			return fmt.Errorf("%q is not a stop reason; want one of %v", f, planner.StopReasons)
-		}
-		*reasons = append(*reasons, r)
-	}
-	return nil
 }
 
 // appendFlag collects a repeatable flag; an empty value is kept, it means "present

@@ -55,7 +55,7 @@ func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return r.write(ctx, task, next, a.LeaseExpiresAt.Sub(now))
 		}
 		if why := expireLease(next, now); a.Mode == ModeSend {
-			reconcileUnknown(next, why, r.Runner.jitter(), now)
+			reconcileUnknown(next, ReasonLeaseExpired, why, r.Runner.jitter(), now)
 		}
 	}
 

@@ -323,7 +323,7 @@ func applyAttemptResult(task *v1alpha1.RetryTask, number int, result dispatch.Re
 		d.Message += " (" + result.Err.Error() + ")"
 	}
 	if d.Kind == planner.Reconcile {
-		reconcileUnknown(task, d.Message, rnd, now)
+		reconcileUnknown(task, ReasonTimeout, d.Message, rnd, now)
 		return
 	}
 	applyDecision(task, d, now)
@@ -423,7 +423,7 @@ func contains(list []int32, code int) bool {
 
 // reconcileUnknown applies spec.onUnknownOutcome to an attempt whose outcome is
 // unknown (I5): it is never simply retried.
-func reconcileUnknown(task *v1alpha1.RetryTask, why string, rnd planner.Rand, now time.Time) {
+func reconcileUnknown(task *v1alpha1.RetryTask, reason, why string, rnd planner.Rand, now time.Time) {
 	policy := "Manual"
 	if task.Spec.OnUnknownOutcome != nil && task.Spec.OnUnknownOutcome.Policy != "" {
 		policy = task.Spec.OnUnknownOutcome.Policy
@@ -432,9 +432,9 @@ func reconcileUnknown(task *v1alpha1.RetryTask, why string, rnd planner.Rand, no
 	case "ResendWithIdempotencyKey":
 		resend(task, why, true, rnd, now)
 	case "StatusCheck":
-		setPhase(task, v1alpha1.PhaseOutcomeUnknown, ReasonTimeout, why+"; a status check will tell whether it was processed", now)
+		setPhase(task, v1alpha1.PhaseOutcomeUnknown, reason, why+"; a status check will tell whether it was processed", now)
 	default:
-		setPhase(task, v1alpha1.PhaseOutcomeUnknown, ReasonTimeout, why+"; it is held until spec.resolution says what to do", now)
+		setPhase(task, v1alpha1.PhaseOutcomeUnknown, reason, why+"; it is held until spec.resolution says what to do", now)
 	}
 }
 

@@ -98,12 +98,19 @@ func planRetry(s State, o Outcome, p Policy, now time.Time, rnd Rand, ra retryaf
 		return planMissing(s, o, p, now, rnd)
 	}
 	wait := ra.Wait(now, o.Date)
-	if wait > p.MaxWait {
+	// A wait of MaxSeconds (~68 years) or more is where the parser saturates a
+	// huge delta-seconds (and where Sub saturates a far HTTP-date): the server's
+	// real wait may be longer still, so scheduling it would be early (I1). It
+	// exceeds every budget, whatever MaxWait says.
+	if wait > p.MaxWait || wait >= hugeWait {
 		return stop(WaitBudgetExceeded, fmt.Sprintf("the server asked to wait %v (Retry-After %q), longer than the %v the task accepts, and a server wait is never shortened", wait, ra.Raw, p.MaxWait))
 	}
 	return schedule(s, now, wait, ServerRequested,
 		fmt.Sprintf("the server answered %d with Retry-After %q", o.StatusCode, ra.Raw))
 }
+
+// hugeWait is the saturation point of a parsed delta-seconds, as a Duration.
+const hugeWait = time.Duration(retryafter.MaxSeconds) * time.Second
 
 func planMissing(s State, o Outcome, p Policy, now time.Time, rnd Rand) Decision {
 	why := fmt.Sprintf("status %d came without Retry-After", o.StatusCode)

@@ -148,6 +148,35 @@ func TestPlan(t *testing.T) {
 			state: func(s *State) { s.Attempts, s.ActiveAttempt = 3, 3 }, outcome: Outcome{Kind: Response, Attempt: 3, StatusCode: 429, RetryAfter: []string{"5"}},
 			want: want{kind: Stop, reason: AttemptBudgetExhausted, source: retryafter.DeltaSeconds},
 		},
+		"attempts beyond the budget stop": {
+			state: func(s *State) { s.Attempts, s.ActiveAttempt = 5, 5 }, outcome: Outcome{Kind: Response, Attempt: 5, StatusCode: 429, RetryAfter: []string{"5"}},
+			want: want{kind: Stop, reason: AttemptBudgetExhausted, source: retryafter.DeltaSeconds},
+		},
+		"a budget of one attempt never retries": {
+			outcome: response(429, "5"), policy: func(p *Policy) { p.MaxAttempts = 1 },
+			want: want{kind: Stop, reason: AttemptBudgetExhausted, source: retryafter.DeltaSeconds},
+		},
+		"the last allowed retry is scheduled": {
+			state: func(s *State) { s.Attempts, s.ActiveAttempt = 2, 2 }, outcome: Outcome{Kind: Response, Attempt: 2, StatusCode: 429, RetryAfter: []string{"5"}},
+			want: want{kind: Wait, why: ServerRequested, delay: 5 * time.Second, source: retryafter.DeltaSeconds},
+		},
+		"now past the deadline stops": {
+			outcome: response(429, "0"), now: now.Add(11 * time.Minute),
+			want: want{kind: Stop, reason: DeadlineExhausted, source: retryafter.DeltaSeconds},
+		},
+		"one microsecond before the deadline a zero wait is scheduled": {
+			state: func(s *State) { s.Deadline = now.Add(time.Microsecond) }, outcome: response(429, "0"),
+			want: want{kind: Wait, why: ServerRequested, delay: 0, source: retryafter.DeltaSeconds},
+		},
+		"a scheduled readyAt at the deadline stops": {
+			state: func(s *State) { s.ReadyAt = s.Deadline }, outcome: response(429, "1"),
+			want: want{kind: Stop, reason: DeadlineExhausted, source: retryafter.DeltaSeconds},
+		},
+		"a wait whose rounding reaches the deadline stops": {
+			state: func(s *State) { s.Deadline = now.Add(10*time.Second + time.Microsecond) }, outcome: response(429, "10"),
+			now:  now.Add(time.Nanosecond),
+			want: want{kind: Stop, reason: DeadlineExhausted, source: retryafter.DeltaSeconds},
+		},
 		"now at the deadline stops": {
 			outcome: response(429, "5"), now: now.Add(10 * time.Minute),
 			want: want{kind: Stop, reason: DeadlineExhausted, source: retryafter.DeltaSeconds},
@@ -163,6 +192,33 @@ func TestPlan(t *testing.T) {
 		"negative value stops":        {outcome: response(429, "-1"), want: want{kind: Stop, reason: InvalidRetryAfter, source: retryafter.Invalid}},
 		"two header lines stop":       {outcome: response(429, "5", "5"), want: want{kind: Stop, reason: InvalidRetryAfter, source: retryafter.Invalid}},
 		"huge value stops, not waits": {outcome: response(429, "99999999999999999999"), want: want{kind: Stop, reason: WaitBudgetExceeded, source: retryafter.DeltaSeconds}},
+		// A saturated value is a lower bound of what the server asked, so even a
+		// budget that would take ~68 years refuses it instead of scheduling early.
+		"a saturated delta stops even under a vast maxWait": {
+			state: func(s *State) { s.Deadline = now.AddDate(200, 0, 0) }, outcome: response(429, "99999999999999999999"),
+			policy: func(p *Policy) { p.MaxWait = time.Duration(retryafter.MaxSeconds) * time.Second },
+			want:   want{kind: Stop, reason: WaitBudgetExceeded, source: retryafter.DeltaSeconds},
+		},
+		"a date past what a Duration holds stops even under an unlimited maxWait": {
+			state: func(s *State) { s.Deadline = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC) }, outcome: response(429, "Fri, 31 Dec 9999 23:59:59 GMT"),
+			policy: func(p *Policy) { p.MaxWait = 1<<63 - 1 },
+			want:   want{kind: Stop, reason: WaitBudgetExceeded, source: retryafter.HTTPDate},
+		},
+		"one second below saturation is an exact wait when the budget allows it": {
+			state: func(s *State) { s.Deadline = now.AddDate(200, 0, 0) }, outcome: response(429, "2147483647"),
+			policy: func(p *Policy) { p.MaxWait = time.Duration(retryafter.MaxSeconds) * time.Second },
+			want:   want{kind: Wait, why: ServerRequested, delay: 2147483647 * time.Second, source: retryafter.DeltaSeconds},
+		},
+		"a comma list stops": {outcome: response(429, "10, 20"), want: want{kind: Stop, reason: InvalidRetryAfter, source: retryafter.Invalid}},
+		"a fraction stops":   {outcome: response(429, "1.5"), want: want{kind: Stop, reason: InvalidRetryAfter, source: retryafter.Invalid}},
+		"a zone other than GMT stops": {
+			outcome: response(429, "Mon, 30 Nov 2026 10:00:30 UTC"), want: want{kind: Stop, reason: InvalidRetryAfter, source: retryafter.Invalid},
+		},
+		"an invalid value with a huge budget still stops": {
+			state: func(s *State) { s.Deadline = now.AddDate(200, 0, 0) }, outcome: response(429, "soon"),
+			policy: func(p *Policy) { p.MaxWait = 1<<63 - 1; p.MaxAttempts = 100 },
+			want:   want{kind: Stop, reason: InvalidRetryAfter, source: retryafter.Invalid},
+		},
 
 		// Missing header: the explicit fallback.
 		"missing header backs off": {
@@ -221,6 +277,29 @@ func TestPlan(t *testing.T) {
 			outcome: Outcome{Kind: Response, Attempt: 1, StatusCode: 429,
 				RetryAfter: []string{"Mon, 30 Nov 2026 10:00:30 GMT"}, Date: []string{"Mon, 30 Nov 2026 09:59:50 GMT"}},
 			want: want{kind: Wait, why: ServerRequested, delay: 40 * time.Second, source: retryafter.HTTPDate},
+		},
+		"an RFC 850 date becomes a wait": {
+			outcome: response(429, "Monday, 30-Nov-26 10:00:30 GMT"),
+			want:    want{kind: Wait, why: ServerRequested, delay: 30 * time.Second, source: retryafter.HTTPDate},
+		},
+		"an asctime date becomes a wait": {
+			outcome: response(429, "Mon Nov 30 10:00:30 2026"),
+			want:    want{kind: Wait, why: ServerRequested, delay: 30 * time.Second, source: retryafter.HTTPDate},
+		},
+		"an HTTP-date seen with a fractional now rounds up": {
+			outcome: response(429, "Mon, 30 Nov 2026 10:00:30 GMT"), now: now.Add(500*time.Millisecond + time.Nanosecond),
+			want: want{kind: Wait, why: ServerRequested, delay: 29*time.Second + 500*time.Millisecond - time.Nanosecond,
+				readyAt: now.Add(30 * time.Second), source: retryafter.HTTPDate},
+		},
+		"an HTTP-date inside maxWait by the local clock but beyond it by the server's Date stops": {
+			outcome: Outcome{Kind: Response, Attempt: 1, StatusCode: 429,
+				RetryAfter: []string{"Mon, 30 Nov 2026 10:00:50 GMT"}, Date: []string{"Mon, 30 Nov 2026 09:59:45 GMT"}},
+			want: want{kind: Stop, reason: WaitBudgetExceeded, source: retryafter.HTTPDate},
+		},
+		"a past HTTP-date with a server Date behind it waits by the server's clock": {
+			outcome: Outcome{Kind: Response, Attempt: 1, StatusCode: 429,
+				RetryAfter: []string{"Mon, 30 Nov 2026 09:59:58 GMT"}, Date: []string{"Mon, 30 Nov 2026 09:59:55 GMT"}},
+			want: want{kind: Wait, why: ServerRequested, delay: 3 * time.Second, source: retryafter.HTTPDate},
 		},
 		"an HTTP-date beyond maxWait stops": {
 			outcome: response(429, "Mon, 30 Nov 2026 10:05:00 GMT"),
@@ -437,6 +516,23 @@ func TestIndependentTasks(t *testing.T) {
 	}
 	if alone.Kind != Wait || after.Kind != alone.Kind || !after.ReadyAt.Equal(alone.ReadyAt) {
 		t.Errorf("task B plan: alone %s, after A %s", alone.Message, after.Message)
+	}
+}
+
+// TestCeilMicroNeverEarlier: the exported rounding the controller uses is the
+// planner's own, up to the next whole microsecond and never down.
+func TestCeilMicroNeverEarlier(t *testing.T) {
+	for in, want := range map[time.Time]time.Time{
+		now:                           now,
+		now.Add(time.Nanosecond):      now.Add(time.Microsecond),
+		now.Add(time.Microsecond - 1): now.Add(time.Microsecond),
+		now.Add(time.Microsecond):     now.Add(time.Microsecond),
+		now.Add(-time.Nanosecond):     now,
+		now.Add(time.Second + 1001*time.Nanosecond): now.Add(time.Second + 2*time.Microsecond),
+	} {
+		if got := CeilMicro(in); !got.Equal(want) {
+			t.Errorf("CeilMicro(%v) = %v, want %v", in, got, want)
+		}
 	}
 }
 

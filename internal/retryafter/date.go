@@ -17,9 +17,10 @@ var (
 //	asctime      Sun Nov  6 08:49:37 1994
 //
 // It is strict where time.Parse is lenient: exact field widths, case-sensitive
-// names, the zone exactly "GMT", the day within its month, and a day name that
-// matches the date (a date that contradicts itself is broken, and which half is
-// wrong would be a guess). Second 60 (a leap second, allowed by the grammar) is
+// names, the zone exactly "GMT" and the day within its month. The day name must
+// be one of the grammar's, but it is redundant: the instant is the date and
+// time, and a day name that disagrees with them is ignored, as RFC 9110 asks
+// recipients to be robust where the grammar is met. Second 60 (a leap second, allowed by the grammar) is
 // read as the first second of the next minute: later, never earlier.
 //
 // now resolves an RFC 850 two-digit year: the year with those digits that is not
@@ -30,7 +31,6 @@ func ParseHTTPDate(s string, now time.Time) (time.Time, bool) {
 
 // dateFields holds the fields of an HTTP-date as written, before validation.
 type dateFields struct {
-	weekday              time.Weekday
 	year, month, day     int
 	hour, minute, second int
 	twoDigitYear         bool
@@ -64,7 +64,7 @@ func parseDate(s string, now time.Time) (time.Time, bool) {
 func scanIMFFixdate(s string) (dateFields, bool) {
 	var f dateFields
 	sc := scanner{s: s, ok: true}
-	f.weekday = time.Weekday(sc.name(shortDays))
+	sc.name(shortDays) // validated, then ignored
 	sc.lit(", ")
 	f.day = sc.digits(2)
 	sc.lit(" ")
@@ -81,7 +81,7 @@ func scanIMFFixdate(s string) (dateFields, bool) {
 func scanRFC850(s string) (dateFields, bool) {
 	f := dateFields{twoDigitYear: true}
 	sc := scanner{s: s, ok: true}
-	f.weekday = time.Weekday(sc.name(longDays))
+	sc.name(longDays) // validated, then ignored
 	sc.lit(", ")
 	f.day = sc.digits(2)
 	sc.lit("-")
@@ -98,7 +98,7 @@ func scanRFC850(s string) (dateFields, bool) {
 func scanASCTime(s string) (dateFields, bool) {
 	var f dateFields
 	sc := scanner{s: s, ok: true}
-	f.weekday = time.Weekday(sc.name(shortDays))
+	sc.name(shortDays) // validated, then ignored
 	sc.lit(" ")
 	f.month = sc.name(months) + 1
 	sc.lit(" ")
@@ -142,9 +142,6 @@ func (f dateFields) time() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	date := time.Date(f.year, time.Month(f.month), f.day, 0, 0, 0, 0, time.UTC)
-	if date.Weekday() != f.weekday {
-		return time.Time{}, false
-	}
 	tod := time.Duration(f.hour)*time.Hour + time.Duration(f.minute)*time.Minute +
 		time.Duration(f.second)*time.Second
 	return date.Add(tod), true

@@ -68,9 +68,9 @@ func TestParseHTTPDate(t *testing.T) {
 		"hour 24":            {"Sun, 06 Nov 1994 24:00:00 GMT", time.Time{}},
 		"minute 60":          {"Sun, 06 Nov 1994 08:60:00 GMT", time.Time{}},
 		"second 61":          {"Sun, 06 Nov 1994 08:49:61 GMT", time.Time{}},
-		"wrong day name":     {"Mon, 06 Nov 1994 08:49:37 GMT", time.Time{}},
-		"RFC 850 wrong day":  {"Monday, 06-Nov-94 08:49:37 GMT", time.Time{}},
-		"asctime wrong day":  {"Mon Nov  6 08:49:37 1994", time.Time{}},
+		"wrong day name":     {"Mon, 06 Nov 1994 08:49:37 GMT", time.Date(1994, 11, 6, 8, 49, 37, 0, time.UTC)},
+		"RFC 850 wrong day":  {"Monday, 06-Nov-94 08:49:37 GMT", time.Date(1994, 11, 6, 8, 49, 37, 0, time.UTC)},
+		"asctime wrong day":  {"Mon Nov  6 08:49:37 1994", time.Date(1994, 11, 6, 8, 49, 37, 0, time.UTC)},
 		"asctime day 0":      {"Sun Nov  0 08:49:37 1994", time.Time{}},
 	}
 	for name, tc := range tests {

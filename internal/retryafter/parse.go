@@ -29,11 +29,11 @@ func Parse(lines []string, now time.Time) Value {
 		// one would be a guess.
 		return Value{Source: Invalid, Raw: joinRaw(lines)}
 	}
-	line := lines[0]
-	v := trimOWS(line)
-	if len(line) > MaxRawLen {
-		// Checked on the line as received so that the work done on a hostile
-		// header stays bounded before any parsing.
+	// The field value excludes leading and trailing OWS (RFC 9110 section 5.5), so
+	// the length bound applies to what is left: "10" padded with spaces is "10".
+	// Trimming is one linear pass; the parsing below only ever sees MaxRawLen bytes.
+	v := trimOWS(lines[0])
+	if len(v) > MaxRawLen {
 		return Value{Source: Invalid, Raw: cut(v)}
 	}
 	if secs, ok := parseDelta(v); ok {
