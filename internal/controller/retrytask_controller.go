@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
@@ -30,6 +31,7 @@ type RetryTaskReconciler struct {
 	client.Client
 	Clock  clock.Clock
 	Runner *Runner
+	Queues *Queues
 	Events *Events
 }
 
@@ -44,6 +46,7 @@ func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// An attempt is being handled here; it writes its own result.
 		return ctrl.Result{}, nil
 	}
+	r.settleQueue(task)
 	now := r.Clock.Now()
 	next := task.DeepCopy()
 	initStatus(next, now)
@@ -70,7 +73,7 @@ func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				// back to probe from it.
 				return r.writeAndReport(ctx, task, next, resolution)
 			}
-			r.Runner.Dispatch(next, ModeStatusCheck)
+			r.Runner.Dispatch(next, ModeStatusCheck, nil)
 			return ctrl.Result{}, nil
 		}
 		return r.writeAndReport(ctx, task, next, resolution)
@@ -98,9 +101,12 @@ func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.
 				return ctrl.Result{}, err
 			}
 		}
+		if next.Spec.Queue != nil {
+			return r.offer(ctx, task, next, now)
+		}
 		// The runner claims in the API server before sending (I4); the claim
 		// also carries the status initialised above.
-		r.Runner.Dispatch(next, ModeSend)
+		r.Runner.Dispatch(next, ModeSend, nil)
 	}
 	return ctrl.Result{}, nil
 }
@@ -144,6 +150,22 @@ func (r *RetryTaskReconciler) commit(ctx context.Context, task, next *v1alpha1.R
 	return nil
 }
 
+func (r *RetryTaskReconciler) tasksOfQueue(ctx context.Context, o client.Object) []reconcile.Request {
+	var tasks v1alpha1.RetryTaskList
+	if err := r.List(ctx, &tasks, client.InNamespace(o.GetNamespace()), client.MatchingFields{queueIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(tasks.Items))
+	for _, t := range tasks.Items {
+		if !isFinal(t.Status.Phase) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+		}
+	}
+	return reqs
+}
+
+func isFinal(p v1alpha1.Phase) bool { return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed }
+
 func wantsStatusCheck(t *v1alpha1.RetryTask) bool {
 	u := t.Spec.OnUnknownOutcome
 	return u != nil && u.Policy == "StatusCheck" && u.StatusCheck != nil &&
@@ -156,6 +178,8 @@ func (r *RetryTaskReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RetryTask{}).
 		WatchesRawSource(source.Channel(r.Runner.wake, &handler.EnqueueRequestForObject{})).
+		// A queue that appears, changes or goes away concerns the tasks naming it.
+		Watches(&v1alpha1.RetryQueue{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfQueue)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("retrytask").
 		Complete(r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -36,6 +37,8 @@ type Runner struct {
 	Clock     clock.Clock
 	Sender    *dispatch.Sender
 	Events    *Events
+	// Queues receives pauses from throttling responses; nil without queues.
+	Queues *Queues
 	// LeaseGrace is added to the request timeout to form the attempt's lease.
 	LeaseGrace time.Duration
 
@@ -124,7 +127,8 @@ func (l lockedRand) Int64N(n int64) int64 {
 // Dispatch hands a due task to the runner. The task carries any status changes
 // the reconciler made (they go out in the claim write). It returns false when
 // the task is already being handled here or the runner is not started.
-func (r *Runner) Dispatch(task *v1alpha1.RetryTask, mode string) bool {
+// release, when not nil, is called once the attempt is over (a queue slot).
+func (r *Runner) Dispatch(task *v1alpha1.RetryTask, mode string, release func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.running[task.UID]; ok || r.ctx == nil || r.ctx.Err() != nil {
@@ -132,13 +136,16 @@ func (r *Runner) Dispatch(task *v1alpha1.RetryTask, mode string) bool {
 	}
 	r.running[task.UID] = struct{}{}
 	r.wg.Add(1)
-	go r.run(r.ctx, task.DeepCopy(), mode)
+	go r.run(r.ctx, task.DeepCopy(), mode, release)
 	return true
 }
 
-func (r *Runner) run(ctx context.Context, task *v1alpha1.RetryTask, mode string) {
+func (r *Runner) run(ctx context.Context, task *v1alpha1.RetryTask, mode string, release func()) {
 	defer r.wg.Done()
 	defer func() {
+		if release != nil {
+			release()
+		}
 		r.mu.Lock()
 		delete(r.running, task.UID)
 		r.mu.Unlock()
@@ -279,11 +286,28 @@ func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number in
 		now := r.Clock.Now()
 		r.scheduled(task.UID, now, task.Status.ReadyAt.Sub(now))
 	}
+	if until, ok := serverWait(task, result); ok && r.Queues != nil {
+		r.Queues.pause(task, until)
+	}
 	r.Events.result(task, number, result)
 	r.Events.decision(task)
 }
 
 var errSuperseded = errors.New("attempt superseded")
+
+// serverWait is the instant a throttling response (429, or a retryable 5xx)
+// asked the client to wait until, if it gave a valid Retry-After.
+func serverWait(task *v1alpha1.RetryTask, result dispatch.Result) (time.Time, bool) {
+	lr := task.Status.LastResponse
+	if result.Outcome != planner.Response || lr == nil || task.Status.ReadyAt == nil ||
+		(result.StatusCode != http.StatusTooManyRequests && result.StatusCode < 500) {
+		return time.Time{}, false
+	}
+	if lr.RetryAfterSource != string(retryafter.DeltaSeconds) && lr.RetryAfterSource != string(retryafter.HTTPDate) {
+		return time.Time{}, false
+	}
+	return task.Status.ReadyAt.Time, true
+}
 
 // store keeps a successful response where spec.response says. A body over the
 // bound or a failed write turns the result into a failure with a clear reason.

@@ -1,7 +1,12 @@
 package controller
 
 import (
+	"context"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,9 +40,27 @@ func Setup(mgr ctrl.Manager, o Options) (*Runner, error) {
 	if o.LeaseGrace > 0 {
 		runner.LeaseGrace = o.LeaseGrace
 	}
+	queues := &Queues{Reader: mgr.GetClient(), Clock: o.Clock, Runner: runner}
+	runner.Queues = queues
 	if err := mgr.Add(runner); err != nil {
 		return nil, err
 	}
-	r := &RetryTaskReconciler{Client: mgr.GetClient(), Clock: o.Clock, Runner: runner, Events: ev}
-	return runner, r.SetupWithManager(mgr, o.Workers)
+	if err := mgr.Add(queues); err != nil {
+		return nil, err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RetryTask{}, queueIndex,
+		func(o client.Object) []string {
+			if q := o.(*v1alpha1.RetryTask).Spec.Queue; q != nil {
+				return []string{*q}
+			}
+			return nil
+		}); err != nil {
+		return nil, err
+	}
+	r := &RetryTaskReconciler{Client: mgr.GetClient(), Clock: o.Clock, Runner: runner, Queues: queues, Events: ev}
+	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
+	}
+	qr := &RetryQueueReconciler{Client: mgr.GetClient(), Clock: o.Clock, Queues: queues}
+	return runner, qr.SetupWithManager(mgr)
 }

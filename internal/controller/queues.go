@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+	"github.com/retry-operator/retry-operator/internal/queue"
+)
+
+// queueIndex indexes RetryTasks by spec.queue.
+const queueIndex = "spec.queue"
+
+// ReasonQueueThrottled is the Waiting reason of a task held by its queue;
+// ReasonQueueNotFound is the task's reason when its queue does not exist.
+const (
+	ReasonQueueThrottled = "QueueThrottled"
+	ReasonQueueNotFound  = "QueueNotFound"
+)
+
+// Queues holds the live state of every RetryQueue this manager has seen. The
+// state is in memory and rebuilt from task statuses when a queue is first used,
+// so a restart is not a burst.
+type Queues struct {
+	Reader client.Reader
+	Clock  clock.Clock
+	Runner *Runner
+
+	mu  sync.Mutex
+	m   map[types.NamespacedName]*queue.Queue
+	ctx context.Context
+	wg  sync.WaitGroup
+	// stop cancels each queue's pump.
+	stop map[types.NamespacedName]context.CancelFunc
+}
+
+// Start makes Queues a manager Runnable: pumps run until the manager stops.
+func (qs *Queues) Start(ctx context.Context) error {
+	qs.mu.Lock()
+	qs.ctx = ctx
+	qs.mu.Unlock()
+	<-ctx.Done()
+	qs.wg.Wait()
+	return nil
+}
+
+func limitsOf(rq *v1alpha1.RetryQueue) queue.Limits {
+	l := queue.Limits{MaxInFlight: int(rq.Spec.MaxInFlight), PauseOnThrottle: true, RetryBudgetPercent: -1}
+	if r := rq.Spec.MaxDispatchesPerSecond; r != nil {
+		l.Rate = float64(*r)
+		l.Burst = int(*r)
+	}
+	if b := rq.Spec.Burst; b != nil {
+		l.Burst = int(*b)
+	}
+	if p := rq.Spec.PauseOnThrottle; p != nil {
+		l.PauseOnThrottle = *p
+	}
+	if p := rq.Spec.RetryBudgetPercent; p != nil {
+		l.RetryBudgetPercent = int(*p)
+	}
+	return l
+}
+
+// For returns the queue a task names, creating its state on first use, or nil
+// when the RetryQueue does not exist.
+func (qs *Queues) For(ctx context.Context, namespace, name string) (*queue.Queue, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	qs.mu.Lock()
+	q := qs.m[key]
+	qs.mu.Unlock()
+	if q != nil {
+		return q, nil
+	}
+	rq := &v1alpha1.RetryQueue{}
+	if err := qs.Reader.Get(ctx, key, rq); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return qs.Sync(ctx, rq)
+}
+
+// Sync creates or updates a queue's state from its spec.
+func (qs *Queues) Sync(ctx context.Context, rq *v1alpha1.RetryQueue) (*queue.Queue, error) {
+	key := types.NamespacedName{Namespace: rq.Namespace, Name: rq.Name}
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if q := qs.m[key]; q != nil {
+		q.SetLimits(limitsOf(rq))
+		return q, nil
+	}
+	if qs.ctx == nil {
+		return nil, fmt.Errorf("queues are not started yet")
+	}
+	q := queue.New(limitsOf(rq), qs.Clock)
+	// Attempts in flight before a restart still count against maxInFlight.
+	var tasks v1alpha1.RetryTaskList
+	if err := qs.Reader.List(ctx, &tasks, client.InNamespace(rq.Namespace), client.MatchingFields{queueIndex: rq.Name}); err != nil {
+		return nil, err
+	}
+	for i := range tasks.Items {
+		if tasks.Items[i].Status.ActiveAttempt != nil {
+			q.Adopt(string(tasks.Items[i].UID))
+		}
+	}
+	if qs.m == nil {
+		qs.m = map[types.NamespacedName]*queue.Queue{}
+		qs.stop = map[types.NamespacedName]context.CancelFunc{}
+	}
+	pumpCtx, cancel := context.WithCancel(qs.ctx)
+	qs.m[key], qs.stop[key] = q, cancel
+	qs.wg.Add(1)
+	go func() {
+		defer qs.wg.Done()
+		q.Run(pumpCtx, qs.dispatch, qs.expire)
+	}()
+	return q, nil
+}
+
+// Remove drops a deleted queue; its waiting tasks are looked at again and
+// find it missing.
+func (qs *Queues) Remove(key types.NamespacedName) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if cancel := qs.stop[key]; cancel != nil {
+		cancel()
+	}
+	delete(qs.m, key)
+	delete(qs.stop, key)
+}
+
+// Get returns a queue's state if this manager holds it.
+func (qs *Queues) Get(key types.NamespacedName) *queue.Queue {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	return qs.m[key]
+}
+
+func (qs *Queues) dispatch(it queue.Item, release func()) bool {
+	return qs.Runner.Dispatch(it.Payload.(*v1alpha1.RetryTask), ModeSend, release)
+}
+
+// expire sends a task whose deadline passed while queued back to the
+// reconciler, which stops it with DeadlineExhausted without sending.
+func (qs *Queues) expire(it queue.Item) {
+	qs.Runner.poke(it.Payload.(*v1alpha1.RetryTask))
+}
+
+// pause applies a server's wait to the task's queue, for every task to that host.
+func (qs *Queues) pause(task *v1alpha1.RetryTask, until time.Time) {
+	if task.Spec.Queue == nil {
+		return
+	}
+	if q := qs.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue}); q != nil {
+		q.Pause(hostOf(task.Spec.Request.URL), until)
+	}
+}
+
+// queueItem describes a due task to its queue.
+func queueItem(t *v1alpha1.RetryTask) queue.Item {
+	it := queue.Item{
+		Key:     string(t.UID),
+		ReadyAt: t.CreationTimestamp.Time,
+		Host:    hostOf(t.Spec.Request.URL),
+		Retry:   t.Status.Attempts > 0,
+		Payload: t,
+	}
+	if t.Status.ReadyAt != nil {
+		it.ReadyAt = t.Status.ReadyAt.Time
+	}
+	if t.Status.Deadline != nil {
+		it.Deadline = t.Status.Deadline.Time
+	}
+	return it
+}

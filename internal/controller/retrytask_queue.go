@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=retryoperator.dev,resources=retryqueues,verbs=get;list;watch
+// +kubebuilder:rbac:groups=retryoperator.dev,resources=retryqueues/status,verbs=get;update;patch
+
+// offer hands a due task to its queue. The queue sends it at once when its
+// limits allow, or holds it (Waiting, QueueThrottled) and sends it later in
+// readyAt order. The deadline is checked again at the claim, after the wait.
+func (r *RetryTaskReconciler) offer(ctx context.Context, task, next *v1alpha1.RetryTask, now time.Time) (ctrl.Result, error) {
+	untilDeadline := next.Status.Deadline.Sub(now)
+	q, err := r.Queues.For(ctx, next.Namespace, *next.Spec.Queue)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if q == nil {
+		setPhase(next, v1alpha1.PhaseWaiting, ReasonQueueThrottled, fmt.Sprintf(
+			"RetryQueue %q does not exist in namespace %q: nothing is sent until it is created (spec.queue is immutable)",
+			*next.Spec.Queue, next.Namespace), now)
+		next.Status.Reason = ReasonQueueNotFound
+		return r.write(ctx, task, next, untilDeadline)
+	}
+	if sent, _ := q.Offer(queueItem(next.DeepCopy()), r.Queues.dispatch); sent {
+		return ctrl.Result{}, nil
+	}
+	if next.Status.Phase != v1alpha1.PhaseWaiting || next.Status.Reason != ReasonQueueThrottled {
+		setPhase(next, v1alpha1.PhaseWaiting, ReasonQueueThrottled, fmt.Sprintf(
+			"due, held by RetryQueue %q until its limits allow a send", *next.Spec.Queue), now)
+		if err := r.commit(ctx, task, next, nil); err != nil {
+			return ctrl.Result{}, err
+		}
+		// The queue holds the item it was offered; give it the fresh
+		// resourceVersion so that its claim does not conflict.
+		q.Offer(queueItem(next.DeepCopy()), r.Queues.dispatch)
+	}
+	// The pump sends it; come back at the deadline to stop it if it is still held.
+	return ctrl.Result{RequeueAfter: untilDeadline}, nil
+}
+
+// settleQueue releases a queue slot adopted at start-up for an attempt whose
+// result is now recorded.
+func (r *RetryTaskReconciler) settleQueue(task *v1alpha1.RetryTask) {
+	if task.Spec.Queue == nil || task.Status.ActiveAttempt != nil || r.Queues == nil {
+		return
+	}
+	if q := r.Queues.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue}); q != nil {
+		q.Settle(string(task.UID))
+	}
+}
