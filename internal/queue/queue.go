@@ -8,6 +8,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -25,7 +26,10 @@ type Limits struct {
 	Burst int
 	// PauseOnThrottle makes a server's wait pause its host for the whole queue.
 	PauseOnThrottle bool
-	// RetryBudgetPercent caps retries' share of dispatches; negative means none.
+	// RetryBudgetPercent caps retries' share of dispatches while first
+	// attempts compete for them; negative means none. When no first attempt
+	// can go, a retry over the budget still goes: the budget gives first
+	// attempts precedence, it never leaves the queue idle.
 	RetryBudgetPercent int
 }
 
@@ -34,8 +38,12 @@ const BudgetWindow = 10 * time.Second
 
 // Item is one due task waiting for the queue.
 type Item struct {
-	Key      string
-	ReadyAt  time.Time
+	Key string
+	// ReadyAt is the earliest instant the item may be dispatched; the queue
+	// never dispatches it earlier.
+	ReadyAt time.Time
+	// Deadline, when set, is the instant from which the item is never
+	// dispatched; it is handed to Expire instead.
 	Deadline time.Time
 	Host     string
 	// Retry is true for attempt 2 and later.
@@ -46,7 +54,8 @@ type Item struct {
 
 // Dispatch sends an admitted item; release must be called once the attempt is
 // over. It returns false when the item could not be started (release is then
-// called by the queue).
+// called by the queue). It must not block: the pump calls it and admits
+// nothing else meanwhile.
 type Dispatch func(it Item, release func()) bool
 
 // Expire is told about an item whose deadline passed while it waited.
@@ -64,18 +73,34 @@ type record struct {
 	retry bool
 }
 
+// adopted marks an in-flight slot taken by Adopt rather than by a dispatch.
+const adopted = 0
+
 // Queue is one RetryQueue's live state.
 type Queue struct {
 	clock clock.Clock
 
-	mu       sync.Mutex
-	limits   Limits
-	limiter  *rate.Limiter
-	inFlight map[string]struct{}
+	mu      sync.Mutex
+	limits  Limits
+	limiter *rate.Limiter
+	// inFlight maps a key to the admission holding its slot (adopted for
+	// Adopt), so that a late release never frees a later attempt's slot.
+	inFlight map[string]uint64
+	admitted uint64
 	paused   map[string]time.Time
 	waiting  []Item // sorted by ReadyAt, then Key
-	recent   []record
-	kick     chan struct{}
+	// recent holds the dispatches in the budget window, oldest first, and
+	// retries counts the retries among them.
+	recent  []record
+	retries int
+	kick    chan struct{}
+
+	// kicks counts pokes and handled is the count the pump last looked at;
+	// parked holds, while the pump is blocked, the instant its timer fires
+	// (zero: no timer), nil while it works. Tests use them to know that the
+	// pump has caught up.
+	kicks, handled uint64
+	parked         *time.Time
 }
 
 // New makes a queue. Its token bucket starts empty, so a manager restart is
@@ -83,7 +108,7 @@ type Queue struct {
 func New(l Limits, clk clock.Clock) *Queue {
 	q := &Queue{
 		clock:    clk,
-		inFlight: map[string]struct{}{},
+		inFlight: map[string]uint64{},
 		paused:   map[string]time.Time{},
 		kick:     make(chan struct{}, 1),
 	}
@@ -92,7 +117,7 @@ func New(l Limits, clk clock.Clock) *Queue {
 }
 
 // SetLimits changes the limits; the bucket keeps its level when the rate
-// does not change.
+// does not change. Turning PauseOnThrottle off lifts the pauses in force.
 func (q *Queue) SetLimits(l Limits) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -107,11 +132,16 @@ func (q *Queue) SetLimits(l Limits) {
 		q.limiter.SetLimitAt(now, rate.Limit(l.Rate))
 		q.limiter.SetBurstAt(now, max(l.Burst, 1))
 	}
+	if !l.PauseOnThrottle {
+		clear(q.paused)
+	}
 	q.limits = l
 	q.poke()
 }
 
+// poke wakes the pump; the caller holds the lock.
 func (q *Queue) poke() {
+	q.kicks++
 	select {
 	case q.kick <- struct{}{}:
 	default:
@@ -119,31 +149,50 @@ func (q *Queue) poke() {
 }
 
 // Offer adds a due item, or refreshes it. It reports whether the item went
-// straight to dispatch (true) or waits (false, with the reason).
+// straight to dispatch (true) or waits (false, with the reason). An item whose
+// key has an attempt in flight is refused (false), not kept: offer it again
+// once that attempt is over. A refresh never moves an item's ReadyAt earlier.
+// An item whose deadline has passed is never dispatched; the pump hands it to
+// expire.
 func (q *Queue) Offer(it Item, dispatch Dispatch) (bool, string) {
 	q.mu.Lock()
 	if _, busy := q.inFlight[it.Key]; busy {
 		q.mu.Unlock()
 		return false, "an attempt of this task is already in flight"
 	}
-	q.remove(it.Key)
+	if i := slices.IndexFunc(q.waiting, func(x Item) bool { return x.Key == it.Key }); i >= 0 {
+		if q.waiting[i].ReadyAt.After(it.ReadyAt) {
+			it.ReadyAt = q.waiting[i].ReadyAt // I3: never earlier
+		}
+		q.waiting = slices.Delete(q.waiting, i, i+1)
+	}
 	i, _ := slices.BinarySearchFunc(q.waiting, it, less)
 	q.waiting = slices.Insert(q.waiting, i, it)
 	now := q.clock.Now()
 	next, why, _ := q.pick(now)
 	if next == nil || next.Key != it.Key {
-		q.mu.Unlock()
-		q.poke()
-		if why == "" {
+		switch {
+		case !it.Deadline.IsZero() && !now.Before(it.Deadline):
+			why = "its deadline has passed"
+		case it.ReadyAt.After(now):
+			why = "it is not due until " + stamp(it.ReadyAt)
+		case q.paused[it.Host].After(now):
+			why = fmt.Sprintf("host %s is paused until %s by the server's Retry-After", it.Host, stamp(q.paused[it.Host]))
+		case why == "":
 			why = "due tasks with an earlier readyAt go first"
 		}
+		q.poke()
+		q.mu.Unlock()
 		return false, why
 	}
-	q.admit(next, now)
+	sent := *next // admit removes it from waiting
+	gen := q.admit(next, now)
 	q.mu.Unlock()
-	q.start(*next, dispatch)
+	q.start(sent, gen, dispatch)
 	return true, ""
 }
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func less(a, b Item) int {
 	if c := a.ReadyAt.Compare(b.ReadyAt); c != 0 {
@@ -171,26 +220,37 @@ func (q *Queue) Withdraw(key string) {
 }
 
 // Adopt counts an attempt already in flight, found when state is rebuilt
-// after a restart.
+// after a restart, until Settle. A waiting item with that key is dropped.
 func (q *Queue) Adopt(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.inFlight[key] = struct{}{}
+	if _, ok := q.inFlight[key]; !ok {
+		q.inFlight[key] = adopted
+	}
+	q.remove(key)
 }
 
-// Settle releases key's slot if it holds one; for adopted attempts whose
-// result is now recorded.
+// Settle releases key's slot if Adopt took it; for adopted attempts whose
+// result is now recorded. A slot taken by a dispatch is released only by its
+// release function, so an early Settle cannot let the queue exceed
+// maxInFlight.
 func (q *Queue) Settle(key string) {
+	q.free(key, adopted)
+}
+
+// free releases key's slot if admission gen holds it.
+func (q *Queue) free(key string, gen uint64) {
 	q.mu.Lock()
-	_, ok := q.inFlight[key]
-	delete(q.inFlight, key)
-	q.mu.Unlock()
-	if ok {
+	g, ok := q.inFlight[key]
+	if ok && g == gen {
+		delete(q.inFlight, key)
 		q.poke()
 	}
+	q.mu.Unlock()
 }
 
-// Pause stops dispatch to host until the instant; a later instant wins.
+// Pause stops dispatch to host until the instant; a later instant wins. It
+// does nothing unless the limits say PauseOnThrottle.
 func (q *Queue) Pause(host string, until time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -226,32 +286,61 @@ func (q *Queue) pick(now time.Time) (*Item, string, time.Time) {
 	if q.limits.MaxInFlight > 0 && len(q.inFlight) >= q.limits.MaxInFlight {
 		return nil, fmt.Sprintf("the queue has %d attempts in flight, its maxInFlight", len(q.inFlight)), time.Time{}
 	}
-	var wake time.Time
-	why := ""
+	for h, until := range q.paused {
+		if !now.Before(until) {
+			delete(q.paused, h)
+		}
+	}
+	var (
+		wake        time.Time
+		why         string
+		found, over *Item
+	)
 	retriesAllowed := q.retryAllowed(now)
 	for i := range q.waiting {
 		it := &q.waiting[i]
-		if until, ok := q.paused[it.Host]; ok && now.Before(until) {
-			why = fmt.Sprintf("host %s is paused until %s by the server's Retry-After", it.Host, until.UTC().Format(time.RFC3339Nano))
+		if it.ReadyAt.After(now) {
+			// Sorted by ReadyAt: nothing after it is due either.
+			wake = earliest(wake, it.ReadyAt)
+			break
+		}
+		if !it.Deadline.IsZero() && !now.Before(it.Deadline) {
+			continue // the pump hands it to expire
+		}
+		if _, busy := q.inFlight[it.Key]; busy {
+			continue
+		}
+		if until, ok := q.paused[it.Host]; ok {
+			if why == "" {
+				why = fmt.Sprintf("host %s is paused until %s by the server's Retry-After", it.Host, stamp(until))
+			}
 			wake = earliest(wake, until)
 			continue
 		}
 		if it.Retry && !retriesAllowed {
-			if why == "" {
-				why = fmt.Sprintf("retries are over the queue's retry budget (%d%% of dispatches in %v)", q.limits.RetryBudgetPercent, BudgetWindow)
+			if over == nil {
+				over = it
 			}
-			wake = earliest(wake, now.Add(time.Second))
 			continue
 		}
-		if q.limiter != nil {
-			if d := q.tokenDelay(now); d > 0 {
-				return nil, fmt.Sprintf("the queue's rate limit (%g/s) has no token until %s", q.limits.Rate, now.Add(d).UTC().Format(time.RFC3339Nano)),
-					earliest(wake, now.Add(d))
-			}
-		}
-		return it, "", time.Time{}
+		found = it
+		break
 	}
-	return nil, why, wake
+	if found == nil {
+		// No first attempt can go: a retry over the budget takes no
+		// dispatch away from one.
+		found = over
+	}
+	if found == nil {
+		return nil, why, wake
+	}
+	if q.limiter != nil {
+		if d := q.tokenDelay(now); d > 0 {
+			return nil, fmt.Sprintf("the queue's rate limit (%g/s) has no token until %s", q.limits.Rate, stamp(now.Add(d))),
+				earliest(wake, now.Add(d))
+		}
+	}
+	return found, "", time.Time{}
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -261,12 +350,27 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// tokenDelay is how long until the bucket holds a token, without taking it.
+// tokenDelay is how long until the bucket holds a token, rounded up so that
+// the bucket does hold one then.
 func (q *Queue) tokenDelay(now time.Time) time.Duration {
-	r := q.limiter.ReserveN(now, 1)
-	d := r.DelayFrom(now)
-	r.CancelAt(now)
-	return d
+	tokens := q.limiter.TokensAt(now)
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration(math.Ceil((1 - tokens) / float64(q.limiter.Limit()) * float64(time.Second)))
+}
+
+// prune drops dispatch records older than the budget window; the caller
+// holds the lock.
+func (q *Queue) prune(now time.Time) {
+	cut := now.Add(-BudgetWindow)
+	i := 0
+	for ; i < len(q.recent) && !q.recent[i].at.After(cut); i++ {
+		if q.recent[i].retry {
+			q.retries--
+		}
+	}
+	q.recent = slices.Delete(q.recent, 0, i)
 }
 
 // retryAllowed: one more retry keeps retries within the budget's share of the
@@ -275,30 +379,30 @@ func (q *Queue) retryAllowed(now time.Time) bool {
 	if q.limits.RetryBudgetPercent < 0 {
 		return true
 	}
-	cut := now.Add(-BudgetWindow)
-	q.recent = slices.DeleteFunc(q.recent, func(r record) bool { return r.at.Before(cut) })
-	retries := 0
-	for _, r := range q.recent {
-		if r.retry {
-			retries++
-		}
-	}
-	return (retries+1)*100 <= q.limits.RetryBudgetPercent*(len(q.recent)+1)
+	q.prune(now)
+	return (q.retries+1)*100 <= q.limits.RetryBudgetPercent*(len(q.recent)+1)
 }
 
-// admit moves the item in flight and takes its token; the caller holds the lock.
-func (q *Queue) admit(it *Item, now time.Time) {
+// admit moves the item in flight and takes its token; the caller holds the
+// lock. It returns the admission's number, for its release.
+func (q *Queue) admit(it *Item, now time.Time) uint64 {
 	if q.limiter != nil {
 		q.limiter.AllowN(now, 1)
 	}
-	q.inFlight[it.Key] = struct{}{}
+	q.admitted++
+	q.inFlight[it.Key] = q.admitted
+	q.prune(now)
 	q.recent = append(q.recent, record{at: now, retry: it.Retry})
+	if it.Retry {
+		q.retries++
+	}
 	q.remove(it.Key)
+	return q.admitted
 }
 
-func (q *Queue) start(it Item, dispatch Dispatch) {
+func (q *Queue) start(it Item, gen uint64, dispatch Dispatch) {
 	var once sync.Once
-	release := func() { once.Do(func() { q.Settle(it.Key) }) }
+	release := func() { once.Do(func() { q.free(it.Key, gen) }) }
 	if !dispatch(it, release) {
 		release()
 	}
@@ -309,6 +413,7 @@ func (q *Queue) start(it Item, dispatch Dispatch) {
 func (q *Queue) Run(ctx context.Context, dispatch Dispatch, expire Expire) {
 	for {
 		q.mu.Lock()
+		q.handled, q.parked = q.kicks, nil
 		now := q.clock.Now()
 		var expired []Item
 		q.waiting = slices.DeleteFunc(q.waiting, func(x Item) bool {
@@ -319,10 +424,13 @@ func (q *Queue) Run(ctx context.Context, dispatch Dispatch, expire Expire) {
 			return false
 		})
 		next, _, wake := q.pick(now)
-		var it Item
+		var (
+			it  Item
+			gen uint64
+		)
 		if next != nil {
 			it = *next
-			q.admit(next, now)
+			gen = q.admit(next, now)
 		}
 		for _, x := range q.waiting {
 			if !x.Deadline.IsZero() {
@@ -335,10 +443,10 @@ func (q *Queue) Run(ctx context.Context, dispatch Dispatch, expire Expire) {
 			expire(x)
 		}
 		if next != nil {
-			q.start(it, dispatch)
+			q.start(it, gen, dispatch)
 			continue
 		}
-		if !q.wait(ctx, now, wake) {
+		if !q.wait(ctx, wake) {
 			return
 		}
 	}
@@ -346,13 +454,20 @@ func (q *Queue) Run(ctx context.Context, dispatch Dispatch, expire Expire) {
 
 // wait blocks until a kick, the wake instant (zero: none) or the end of ctx,
 // which it reports as false.
-func (q *Queue) wait(ctx context.Context, now, wake time.Time) bool {
+func (q *Queue) wait(ctx context.Context, wake time.Time) bool {
 	var timer <-chan time.Time
 	if !wake.IsZero() {
-		t := q.clock.NewTimer(wake.Sub(now))
+		d := wake.Sub(q.clock.Now())
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		t := q.clock.NewTimer(d)
 		defer t.Stop()
 		timer = t.C()
 	}
+	q.mu.Lock()
+	q.parked = &wake
+	q.mu.Unlock()
 	select {
 	case <-ctx.Done():
 		return false
