@@ -6,7 +6,6 @@ import (
 
 // RetryQueueSpec holds limits shared by every task that names the queue. They
 // apply before sending.
-//
 type RetryQueueSpec struct {
 	// maxInFlight bounds the attempts of this queue's tasks in flight at once.
 	// +optional

@@ -271,4 +271,6 @@ func condition(rt *v1alpha1.RetryTask, typ string) metav1.Condition {
 
 func path(name string) string { return "/t/" + name }
 
-func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
