@@ -56,6 +56,11 @@ bench: ## Throughput benchmark: 2,000 tasks against a loopback server (prints fi
 	@assets=$$(hack/controlplane.sh); \
 	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench BenchmarkTasks -benchtime 1x -timeout 30m ./test/bench/
 
+.PHONY: bench-storm
+bench-storm: ## Retry-storm benchmark: 1,000 tasks vs a 429 wall, with and without a RetryQueue (prints figures).
+	@assets=$$(hack/controlplane.sh); \
+	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench BenchmarkStorm -benchtime 1x -timeout 30m ./test/storm/
+
 ##@ Build
 
 .PHONY: build

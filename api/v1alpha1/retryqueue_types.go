@@ -50,17 +50,17 @@ type PausedHost struct {
 type RetryQueueStatus struct {
 	// inFlight counts the attempts of this queue in flight.
 	// +optional
-	InFlight int32 `json:"inFlight,omitempty"`
+	InFlight int32 `json:"inFlight"`
 	// waiting counts the due tasks held by this queue's limits.
 	// +optional
-	Waiting int32 `json:"waiting,omitempty"`
+	Waiting int32 `json:"waiting"`
 	// pausedHosts lists hosts paused by a server's wait.
 	// +optional
 	// +listType=atomic
 	PausedHosts []PausedHost `json:"pausedHosts,omitempty"`
 	// paused is the number of paused hosts, for `kubectl get`.
 	// +optional
-	Paused int32 `json:"paused,omitempty"`
+	Paused int32 `json:"paused"`
 	// observedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

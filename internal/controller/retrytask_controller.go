@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -83,7 +84,16 @@ func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // advance handles a task that may send: Pending or Waiting.
 func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.RetryTask, now time.Time, resolution *v1alpha1.Resolution) (ctrl.Result, error) {
-	_, res := planner.Claim(plannerState(&next.Status), plannerPolicy(next).MaxAttempts, now)
+	st := plannerState(&next.Status)
+	if !st.ReadyAt.IsZero() && !st.ReadyAt.Before(st.Deadline) {
+		// A stored wait (a server's, kept across a resolution) that ends at or
+		// after the deadline can never be honoured: stop now, not at the deadline.
+		stopOrEscalate(next, planner.DeadlineExhausted, fmt.Sprintf("the next allowed send, %s, is at or after the deadline %s",
+			st.ReadyAt.UTC().Format(time.RFC3339Nano), st.Deadline.UTC().Format(time.RFC3339Nano)), now)
+		r.Runner.Forget(task.UID)
+		return r.writeAndReport(ctx, task, next, resolution)
+	}
+	_, res := planner.Claim(st, plannerPolicy(next).MaxAttempts, now)
 	switch res {
 	case planner.NotDue:
 		return r.writeAndReportAfter(ctx, task, next, resolution, next.Status.ReadyAt.Sub(now))

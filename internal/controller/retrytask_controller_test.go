@@ -191,9 +191,13 @@ func TestServerWaitAboveMaxWaitStops(t *testing.T) {
 	srv := newAPI(t, retryAfterThenOK(map[string]string{"Retry-After": "120"}))
 	startManager(t, ns, managerOpts{})
 	create(t, task(ns, "fail", srv.URL+path("fail")))
-	create(t, task(ns, "page", srv.URL+path("page"), func(rt *v1alpha1.RetryTask) {
+	escalate := func(rt *v1alpha1.RetryTask) {
 		rt.Spec.Retry = &v1alpha1.RetryPolicy{EscalateOn: []v1alpha1.StopReason{"WaitBudgetExceeded"}}
+	}
+	create(t, task(ns, "page", srv.URL+path("page"), escalate, func(rt *v1alpha1.RetryTask) {
+		rt.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
 	}))
+	create(t, task(ns, "page-short", srv.URL+path("page-short"), escalate))
 	rt := waitFor(t, ns, "fail", 20*time.Second, "Failed", inPhase(v1alpha1.PhaseFailed))
 	if rt.Status.Reason != "WaitBudgetExceeded" {
 		t.Fatalf("reason = %s", rt.Status.Reason)
@@ -217,8 +221,18 @@ func TestServerWaitAboveMaxWaitStops(t *testing.T) {
 	if rt.Status.Phase != v1alpha1.PhasePending || rt.Status.ReadyAt == nil || time.Until(rt.Status.ReadyAt.Time) < 100*time.Second {
 		t.Fatalf("after Retry: %s readyAt=%v", describe(rt), rt.Status.ReadyAt)
 	}
+	// With a deadline before the server's instant, Retry stops at once.
+	short := waitFor(t, ns, "page-short", 20*time.Second, "Escalated", inPhase(v1alpha1.PhaseEscalated))
+	short.Spec.Resolution = &v1alpha1.Resolution{Action: v1alpha1.ResolutionRetry}
+	if err := env.Client.Update(context.Background(), short); err != nil {
+		t.Fatal(err)
+	}
+	short = waitFor(t, ns, "page-short", 20*time.Second, "Failed", inPhase(v1alpha1.PhaseFailed))
+	if short.Status.Reason != "DeadlineExhausted" {
+		t.Fatalf("Retry past the deadline: %s", describe(short))
+	}
 	time.Sleep(500 * time.Millisecond)
-	for _, name := range []string{"fail", "page"} {
+	for _, name := range []string{"fail", "page", "page-short"} {
 		if got := len(srv.seen(path(name))); got != 1 {
 			t.Errorf("%s: server saw %d requests, want 1", name, got)
 		}
