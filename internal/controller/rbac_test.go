@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
@@ -83,7 +84,20 @@ func TestLeastPrivilegeAndNoSecretsOut(t *testing.T) {
 		t.Fatal("no Events were recorded: the check below would prove nothing")
 	}
 	events, _ := json.Marshal(evs.Items)
-	for where, text := range map[string]string{"status": string(status), "events": string(events), "logs": logs.String()} {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exposed strings.Builder
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "retryoperator_") {
+			exposed.WriteString(f.String())
+		}
+	}
+	if !strings.Contains(exposed.String(), "retryoperator_attempts_total") {
+		t.Fatal("no retryoperator_ metrics were exposed: the check below would prove nothing")
+	}
+	for where, text := range map[string]string{"status": string(status), "events": string(events), "logs": logs.String(), "metrics": exposed.String()} {
 		if strings.Contains(text, "sk-test-7f3a9c1e5b") {
 			t.Errorf("the Secret's value leaked into %s", where)
 		}

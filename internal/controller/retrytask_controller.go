@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+	"github.com/retry-operator/retry-operator/internal/metrics"
 	"github.com/retry-operator/retry-operator/internal/planner"
 )
 
@@ -154,6 +155,7 @@ func (r *RetryTaskReconciler) commit(ctx context.Context, task, next *v1alpha1.R
 	}
 	if task.Status.Phase != next.Status.Phase {
 		r.Events.decision(next)
+		metrics.Decisions.WithLabelValues(string(next.Status.Phase), next.Status.Reason).Inc()
 	}
 	task.Status = next.Status
 	task.ResourceVersion = next.ResourceVersion

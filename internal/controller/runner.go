@@ -22,6 +22,7 @@ import (
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
 	"github.com/retry-operator/retry-operator/internal/dispatch"
+	"github.com/retry-operator/retry-operator/internal/metrics"
 	"github.com/retry-operator/retry-operator/internal/planner"
 	"github.com/retry-operator/retry-operator/internal/retryafter"
 )
@@ -199,6 +200,9 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask) {
 	default:
 		return // not due or busy: the reconciler will look again
 	}
+	if prev := task.Status.ReadyAt; prev != nil {
+		metrics.Lateness.Observe(now.Sub(prev.Time).Seconds())
+	}
 	claimAttempt(task, st, now, r.LeaseGrace)
 	// The claim carries the resourceVersion we read: a conflict means someone
 	// else acted, so nothing is sent (I4).
@@ -291,6 +295,18 @@ func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number in
 	}
 	r.Events.result(task, number, result)
 	r.Events.decision(task)
+	observe(task, mode, result)
+}
+
+// observe records an attempt and its decision in the metrics.
+func observe(task *v1alpha1.RetryTask, mode string, result dispatch.Result) {
+	if mode == ModeSend {
+		metrics.Attempts.WithLabelValues(hostOf(task.Spec.Request.URL), string(result.Outcome), metrics.Code(result.StatusCode)).Inc()
+	}
+	metrics.Decisions.WithLabelValues(string(task.Status.Phase), task.Status.Reason).Inc()
+	if until, ok := serverWait(task, result); ok {
+		metrics.ServerWait.Observe(until.Sub(result.ReceivedAt).Seconds())
+	}
 }
 
 var errSuperseded = errors.New("attempt superseded")
