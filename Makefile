@@ -52,7 +52,7 @@ test: ## Unit tests and envtest integration tests against a real control plane.
 	KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) -p $(GO_TEST_P) ./...
 
 .PHONY: bench
-bench: ## Throughput benchmark: 2,000 tasks against a loopback server (prints figures).
+bench: ## Throughput benchmark: 2,000 tasks against a loopback server (prints figures; BENCH_WORKERS/BENCH_DISPATCHERS tune the manager).
 	@assets=$$(hack/controlplane.sh); \
 	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench BenchmarkTasks -benchtime 1x -timeout 30m ./test/bench/
 

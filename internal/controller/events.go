@@ -25,36 +25,47 @@ func (e *Events) emit(task *v1alpha1.RetryTask, typ, reason, action, note string
 	e.Recorder.Eventf(task, nil, typ, reason, action, "%s", note)
 }
 
-func (e *Events) attemptStarted(task *v1alpha1.RetryTask, number int) {
-	e.emit(task, corev1.EventTypeNormal, "AttemptStarted", "Send",
-		fmt.Sprintf("sending attempt %d to %s", number, hostOf(task.Spec.Request.URL)))
-}
-
-func (e *Events) result(task *v1alpha1.RetryTask, number int, r dispatch.Result) {
-	note := fmt.Sprintf("attempt %d: %s", number, r.Outcome)
+// attempt reports one attempt and the decision that followed, in one Event:
+// Events are API server writes too, so there is one per attempt.
+func (e *Events) attempt(task *v1alpha1.RetryTask, number int, r dispatch.Result) {
+	what := string(r.Outcome)
 	if r.Outcome == planner.Response {
-		note = fmt.Sprintf("attempt %d: status %d", number, r.StatusCode)
+		what = fmt.Sprintf("status %d", r.StatusCode)
 	} else if r.Err != nil {
-		note += ": " + r.Err.Error()
+		what += ": " + r.Err.Error()
 	}
-	e.emit(task, corev1.EventTypeNormal, "AttemptFinished", "Receive", note)
+	s := task.Status
+	e.emit(task, eventType(s.Phase), string(s.Phase), "Attempt",
+		fmt.Sprintf("attempt %d to %s: %s; %s: %s", number, hostOf(task.Spec.Request.URL), what, s.Reason, succeededMessage(task)))
 }
 
-// decision reports the phase the task is now in.
-func (e *Events) decision(task *v1alpha1.RetryTask) {
-	s := task.Status
-	msg := ""
-	for _, c := range s.Conditions {
-		if c.Type == v1alpha1.ConditionSucceeded {
-			msg = c.Message
+func eventType(p v1alpha1.Phase) string {
+	switch p {
+	case v1alpha1.PhaseEscalated, v1alpha1.PhaseOutcomeUnknown, v1alpha1.PhaseFailed:
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}
+
+func succeededMessage(task *v1alpha1.RetryTask) string {
+	for _, c := range task.Status.Conditions {
+		if c.Type == v1alpha1.ConditionWaiting && c.Status == "True" {
+			return c.Message
 		}
 	}
-	typ := corev1.EventTypeNormal
-	switch s.Phase {
-	case v1alpha1.PhaseEscalated, v1alpha1.PhaseOutcomeUnknown, v1alpha1.PhaseFailed:
-		typ = corev1.EventTypeWarning
+	for _, c := range task.Status.Conditions {
+		if c.Type == v1alpha1.ConditionSucceeded {
+			return c.Message
+		}
 	}
-	e.emit(task, typ, string(s.Phase), "Decide", fmt.Sprintf("%s: %s", s.Reason, msg))
+	return ""
+}
+
+// decision reports a phase change made without an attempt (a lease that
+// expired, a deadline reached while waiting, a resolution).
+func (e *Events) decision(task *v1alpha1.RetryTask) {
+	s := task.Status
+	e.emit(task, eventType(s.Phase), string(s.Phase), "Decide", fmt.Sprintf("%s: %s", s.Reason, succeededMessage(task)))
 }
 
 func (e *Events) resolved(task *v1alpha1.RetryTask, action v1alpha1.ResolutionAction, note string) {

@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
 	"github.com/retry-operator/retry-operator/internal/queue"
+	"github.com/retry-operator/retry-operator/internal/retryafter"
 )
 
 // queueIndex indexes RetryTasks by spec.queue.
@@ -39,6 +40,8 @@ type Queues struct {
 	wg  sync.WaitGroup
 	// stop cancels each queue's pump.
 	stop map[types.NamespacedName]context.CancelFunc
+	// names maps a task that has been in a queue to it, for deletions.
+	names map[types.NamespacedName]queued
 }
 
 // Start makes Queues a manager Runnable: pumps run until the manager stops.
@@ -108,8 +111,17 @@ func (qs *Queues) Sync(ctx context.Context, rq *v1alpha1.RetryQueue) (*queue.Que
 		return nil, err
 	}
 	for i := range tasks.Items {
-		if tasks.Items[i].Status.ActiveAttempt != nil {
-			q.Adopt(string(tasks.Items[i].UID))
+		t := &tasks.Items[i]
+		if a := t.Status.ActiveAttempt; a != nil {
+			q.Adopt(string(t.UID), a.LeaseExpiresAt.Time)
+			if qs.names == nil {
+				qs.names = map[types.NamespacedName]queued{}
+			}
+			qs.names[client.ObjectKeyFromObject(t)] = queued{uid: t.UID, queue: rq.Name}
+		}
+		// A server's wait still in force pauses its host again.
+		if until, ok := recordedServerWait(t); ok && until.After(qs.Clock.Now()) {
+			q.Pause(hostOf(t.Spec.Request.URL), until)
 		}
 	}
 	if qs.m == nil {
@@ -146,7 +158,13 @@ func (qs *Queues) Get(key types.NamespacedName) *queue.Queue {
 }
 
 func (qs *Queues) dispatch(it queue.Item, release func()) bool {
-	return qs.Runner.Dispatch(it.Payload.(*v1alpha1.RetryTask), ModeSend, release)
+	task := it.Payload.(*v1alpha1.RetryTask)
+	if qs.Runner.Dispatch(task, ModeSend, release) {
+		return true
+	}
+	// Refused (the runner is not started yet): look again shortly.
+	time.AfterFunc(time.Second, func() { qs.Runner.poke(task) })
+	return false
 }
 
 // expire sends a task whose deadline passed while queued back to the
@@ -163,6 +181,55 @@ func (qs *Queues) pause(task *v1alpha1.RetryTask, until time.Time) {
 	if q := qs.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue}); q != nil {
 		q.Pause(hostOf(task.Spec.Request.URL), until)
 	}
+}
+
+// recordedServerWait is the instant a task's last throttling response asked
+// for, as recorded in its status.
+func recordedServerWait(t *v1alpha1.RetryTask) (time.Time, bool) {
+	lr := t.Status.LastResponse
+	if lr == nil || t.Status.ReadyAt == nil || (lr.StatusCode != 429 && lr.StatusCode < 500) {
+		return time.Time{}, false
+	}
+	if lr.RetryAfterSource != string(retryafter.DeltaSeconds) && lr.RetryAfterSource != string(retryafter.HTTPDate) {
+		return time.Time{}, false
+	}
+	return t.Status.ReadyAt.Time, true
+}
+
+// withdraw takes a task that no longer needs its queue out of it: deleted,
+// finished or held for a human.
+func (qs *Queues) withdraw(namespace, queueName string, uid types.UID) {
+	if q := qs.Get(types.NamespacedName{Namespace: namespace, Name: queueName}); q != nil {
+		q.Withdraw(string(uid))
+		q.Settle(string(uid))
+	}
+}
+
+// remember notes which queue a task waits in, so that its deletion, seen
+// only by name, can withdraw it.
+func (qs *Queues) remember(t *v1alpha1.RetryTask) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if qs.names == nil {
+		qs.names = map[types.NamespacedName]queued{}
+	}
+	qs.names[client.ObjectKeyFromObject(t)] = queued{uid: t.UID, queue: *t.Spec.Queue}
+}
+
+// forget withdraws a deleted task known only by name.
+func (qs *Queues) forget(key types.NamespacedName) {
+	qs.mu.Lock()
+	e, ok := qs.names[key]
+	delete(qs.names, key)
+	qs.mu.Unlock()
+	if ok {
+		qs.withdraw(key.Namespace, e.queue, e.uid)
+	}
+}
+
+type queued struct {
+	uid   types.UID
+	queue string
 }
 
 // queueItem describes a due task to its queue.

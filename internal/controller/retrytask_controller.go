@@ -11,9 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -42,11 +44,18 @@ type RetryTaskReconciler struct {
 func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	task := &v1alpha1.RetryTask{}
 	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Queues.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !task.DeletionTimestamp.IsZero() || r.Runner.Running(task.UID) {
-		// An attempt is being handled here; it writes its own result.
+	if !task.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if r.Runner.Running(task.UID) {
+		// An attempt is being handled here; it writes its own result. Look
+		// again after its longest possible run, in case its wake-up is lost.
+		return ctrl.Result{RequeueAfter: timeoutOf(task) + r.Runner.LeaseGrace}, nil
 	}
 	r.settleQueue(task)
 	now := r.Clock.Now()
@@ -75,7 +84,9 @@ func (r *RetryTaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				// back to probe from it.
 				return r.writeAndReport(ctx, task, next, resolution)
 			}
-			r.Runner.Dispatch(next, ModeStatusCheck, nil)
+			if !r.Runner.Dispatch(next, ModeStatusCheck, nil) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
 			return ctrl.Result{}, nil
 		}
 		return r.writeAndReport(ctx, task, next, resolution)
@@ -117,7 +128,9 @@ func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.
 		}
 		// The runner claims in the API server before sending (I4); the claim
 		// also carries the status initialised above.
-		r.Runner.Dispatch(next, ModeSend, nil)
+		if !r.Runner.Dispatch(next, ModeSend, nil) {
+			return ctrl.Result{RequeueAfter: time.Second}, nil // the runner is not started yet
+		}
 	}
 	return ctrl.Result{}, nil
 }
@@ -191,7 +204,10 @@ func (r *RetryTaskReconciler) SetupWithManager(mgr ctrl.Manager, workers int) er
 		For(&v1alpha1.RetryTask{}).
 		WatchesRawSource(source.Channel(r.Runner.wake, &handler.EnqueueRequestForObject{})).
 		// A queue that appears, changes or goes away concerns the tasks naming it.
-		Watches(&v1alpha1.RetryQueue{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfQueue)).
+		Watches(&v1alpha1.RetryQueue{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfQueue),
+			// Only creation, deletion and spec changes: the queue's frequent
+			// status writes must not fan out to every task.
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("retrytask").
 		Complete(r)

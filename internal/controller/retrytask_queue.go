@@ -30,6 +30,7 @@ func (r *RetryTaskReconciler) offer(ctx context.Context, task, next *v1alpha1.Re
 		next.Status.Reason = ReasonQueueNotFound
 		return r.write(ctx, task, next, untilDeadline)
 	}
+	r.Queues.remember(next)
 	if sent, _ := q.Offer(queueItem(next.DeepCopy()), r.Queues.dispatch); sent {
 		return ctrl.Result{}, nil
 	}
@@ -48,12 +49,19 @@ func (r *RetryTaskReconciler) offer(ctx context.Context, task, next *v1alpha1.Re
 }
 
 // settleQueue releases a queue slot adopted at start-up for an attempt whose
-// result is now recorded.
+// result is now recorded, and takes a task that is finished or held for a
+// human out of its queue.
 func (r *RetryTaskReconciler) settleQueue(task *v1alpha1.RetryTask) {
 	if task.Spec.Queue == nil || task.Status.ActiveAttempt != nil || r.Queues == nil {
 		return
 	}
-	if q := r.Queues.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue}); q != nil {
-		q.Settle(string(task.UID))
+	q := r.Queues.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue})
+	if q == nil {
+		return
+	}
+	q.Settle(string(task.UID))
+	switch task.Status.Phase {
+	case v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseEscalated, v1alpha1.PhaseOutcomeUnknown:
+		q.Withdraw(string(task.UID))
 	}
 }

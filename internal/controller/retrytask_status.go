@@ -166,6 +166,8 @@ func setPhase(t *v1alpha1.RetryTask, phase v1alpha1.Phase, reason, message strin
 		succeeded, succReason = metav1.ConditionFalse, reason
 	case v1alpha1.PhaseDispatching:
 		succReason = ReasonDispatching
+	case v1alpha1.PhaseEscalated, v1alpha1.PhaseOutcomeUnknown:
+		succReason = string(phase) // held for a human, not in progress
 	}
 	set(v1alpha1.ConditionSucceeded, succeeded, succReason, message)
 	if phase == v1alpha1.PhaseWaiting {

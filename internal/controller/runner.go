@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,16 +44,20 @@ type Runner struct {
 	// LeaseGrace is added to the request timeout to form the attempt's lease.
 	LeaseGrace time.Duration
 
-	slots   chan struct{}
+	slots   *slots
 	wake    chan event.GenericEvent
 	mu      sync.Mutex
 	rnd     *rand.Rand
-	running map[types.UID]struct{}
+	// running holds the tasks with an attempt handled here; the value says
+	// whether a reconcile was skipped meanwhile and must be made up.
+	running map[types.UID]bool
 	// notBefore holds the in-process monotonic readyAt: both it and the stored
 	// wall-clock readyAt must pass before a send (I1).
 	notBefore map[types.UID]time.Time
-	wg        sync.WaitGroup
-	ctx       context.Context
+	// failures counts failed claim writes per task, for backoff.
+	failures map[types.UID]int
+	wg       sync.WaitGroup
+	ctx      context.Context
 }
 
 // NewRunner makes a runner that sends at most slots attempts at once.
@@ -61,11 +66,12 @@ func NewRunner(c client.Client, apiReader client.Reader, scheme *runtime.Scheme,
 		Client: c, APIReader: apiReader, Scheme: scheme, Clock: clk, Events: ev,
 		Sender:     dispatch.NewSender(clk),
 		LeaseGrace: defaultLeaseGrace,
-		slots:      make(chan struct{}, slots),
+		slots:      newSlots(slots),
 		wake:       make(chan event.GenericEvent, 1024),
 		rnd:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15)),
-		running:    map[types.UID]struct{}{},
+		running:    map[types.UID]bool{},
 		notBefore:  map[types.UID]time.Time{},
+		failures:   map[types.UID]int{},
 	}
 }
 
@@ -83,11 +89,15 @@ func (r *Runner) Start(ctx context.Context) error {
 // Wakeups are events that make the controller look at a task again.
 func (r *Runner) Wakeups() <-chan event.GenericEvent { return r.wake }
 
-// Running reports whether an attempt of the task is being handled here.
+// Running reports whether an attempt of the task is being handled here; if so
+// the caller skips the task, and the runner looks again when it finishes.
 func (r *Runner) Running(uid types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.running[uid]
+	if ok {
+		r.running[uid] = true // the caller skips this reconcile
+	}
 	return ok
 }
 
@@ -135,7 +145,7 @@ func (r *Runner) Dispatch(task *v1alpha1.RetryTask, mode string, release func())
 	if _, ok := r.running[task.UID]; ok || r.ctx == nil || r.ctx.Err() != nil {
 		return false
 	}
-	r.running[task.UID] = struct{}{}
+	r.running[task.UID] = false
 	r.wg.Add(1)
 	go r.run(r.ctx, task.DeepCopy(), mode, release)
 	return true
@@ -143,31 +153,56 @@ func (r *Runner) Dispatch(task *v1alpha1.RetryTask, mode string, release func())
 
 func (r *Runner) run(ctx context.Context, task *v1alpha1.RetryTask, mode string, release func()) {
 	defer r.wg.Done()
+	// finish ends the run as soon as its result is written, so that the
+	// event from that write finds the task free; it runs once.
+	var once sync.Once
+	finish := func() {
+		once.Do(func() {
+			if release != nil {
+				release()
+			}
+			r.mu.Lock()
+			skipped := r.running[task.UID]
+			delete(r.running, task.UID)
+			r.mu.Unlock()
+			if skipped {
+				r.poke(task) // e.g. the event of our own result write
+			}
+		})
+	}
+	var (
+		again time.Duration
+		wrote bool
+	)
 	defer func() {
-		if release != nil {
-			release()
+		finish()
+		// A written result brings its own watch event. Otherwise look again,
+		// in case an event was skipped while we ran; after a failed write,
+		// only after a backoff.
+		switch {
+		case wrote:
+		case again > 0:
+			time.AfterFunc(again, func() { r.poke(task) })
+		default:
+			r.poke(task)
 		}
-		r.mu.Lock()
-		delete(r.running, task.UID)
-		r.mu.Unlock()
-		// Look again once we are no longer running, in case an event was
-		// skipped while we were.
-		r.poke(task)
 	}()
-	select {
-	case r.slots <- struct{}{}:
-	case <-ctx.Done():
+	readyAt := task.CreationTimestamp.Time
+	if task.Status.ReadyAt != nil {
+		readyAt = task.Status.ReadyAt.Time
+	}
+	if !r.slots.acquire(ctx, task.Status.Attempts > 0, readyAt) {
 		return
 	}
-	defer func() { <-r.slots }()
+	defer r.slots.release()
 
 	log := ctrl.LoggerFrom(ctx).WithValues("retrytask", client.ObjectKeyFromObject(task))
 	ctx = ctrl.LoggerInto(ctx, log)
 	if mode == ModeStatusCheck {
-		r.statusCheck(ctx, task)
+		again, wrote = r.statusCheck(ctx, task, finish)
 		return
 	}
-	r.attempt(ctx, task)
+	again, wrote = r.attempt(ctx, task, finish)
 }
 
 func (r *Runner) poke(task *v1alpha1.RetryTask) {
@@ -177,51 +212,78 @@ func (r *Runner) poke(task *v1alpha1.RetryTask) {
 	}
 }
 
-// attempt claims, sends and records one attempt.
-func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask) {
+// writeFailed counts a failed claim write and returns how long to wait before
+// trying again, so that an API server outage is not met with a hot loop.
+func (r *Runner) writeFailed(uid types.UID) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.failures[uid]
+	r.failures[uid] = n + 1
+	return min(30*time.Second, (500*time.Millisecond)<<min(n, 6))
+}
+
+func (r *Runner) writeSucceeded(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.failures, uid)
+}
+
+// attempt claims, sends and records one attempt. It returns how long to wait
+// before looking at the task again when a write failed.
+func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish func()) (time.Duration, bool) {
 	log := ctrl.LoggerFrom(ctx)
+	// Secrets are read before the claim, so that a slow read never eats into
+	// the lease; they are still read at send time and never kept.
+	req, buildErr := dispatch.Build(ctx, r.APIReader, task)
 	// Deadline, attempts and readyAt are checked here, after any wait for a
 	// slot, as the last step before the claim (I2).
 	now := r.Clock.Now()
 	if _, ok := r.dueLocally(task.UID, now); !ok {
-		return
+		return 0, false
 	}
 	st, res := planner.Claim(plannerState(&task.Status), plannerPolicy(task).MaxAttempts, now)
 	switch res {
 	case planner.DeadlinePassed, planner.BudgetSpent:
 		reason, msg := claimStop(res, task, now)
 		stopOrEscalate(task, reason, msg, now)
-		if err := r.Client.Status().Update(ctx, task); err != nil && !apierrors.IsConflict(err) {
+		if err := r.Client.Status().Update(ctx, task); err != nil {
+			if apierrors.IsConflict(err) {
+				return 0, false
+			}
 			log.Error(err, "recording the stop")
+			return r.writeFailed(task.UID), false
 		}
 		r.Events.decision(task)
-		return
+		return 0, true
 	case planner.Claimed:
 	default:
-		return // not due or busy: the reconciler will look again
+		return 0, false // not due or busy: the reconciler will look again
 	}
-	if prev := task.Status.ReadyAt; prev != nil {
-		metrics.Lateness.Observe(now.Sub(prev.Time).Seconds())
-	}
+	prev := task.Status.ReadyAt
 	claimAttempt(task, st, now, r.LeaseGrace)
 	// The claim carries the resourceVersion we read: a conflict means someone
 	// else acted, so nothing is sent (I4).
 	if err := r.Client.Status().Update(ctx, task); err != nil {
-		if !apierrors.IsConflict(err) {
-			log.Error(err, "claiming the attempt; nothing was sent")
+		if apierrors.IsConflict(err) {
+			return 0, false
 		}
-		return
+		log.Error(err, "claiming the attempt; nothing was sent")
+		return r.writeFailed(task.UID), false
+	}
+	r.writeSucceeded(task.UID)
+	if prev != nil {
+		metrics.Lateness.Observe(now.Sub(prev.Time).Seconds())
 	}
 	number := st.ActiveAttempt
-	r.Events.attemptStarted(task, number)
 
-	result := r.send(ctx, task)
+	result := r.send(ctx, task, req, buildErr)
 	if ctx.Err() != nil && result.Outcome != planner.Response {
 		// The manager is stopping. The lease will turn this attempt into an
 		// unknown outcome on the next start; nothing more is written now.
-		return
+		return 0, false
 	}
-	r.record(ctx, task, number, ModeSend, result)
+	// A response already received is recorded even while the manager stops.
+	return 0, r.record(context.WithoutCancel(ctx), task, number, ModeSend, result, finish)
 }
 
 func claimStop(res planner.ClaimResult, task *v1alpha1.RetryTask, now time.Time) (planner.StopReason, string) {
@@ -232,18 +294,22 @@ func claimStop(res planner.ClaimResult, task *v1alpha1.RetryTask, now time.Time)
 	return planner.AttemptBudgetExhausted, fmt.Sprintf("all %d attempts are used", task.Status.Attempts)
 }
 
-// send builds the request (secrets are read now and never kept) and sends it,
-// unless the deadline has passed in the meantime.
-func (r *Runner) send(ctx context.Context, task *v1alpha1.RetryTask) dispatch.Result {
-	req, err := dispatch.Build(ctx, r.APIReader, task)
-	if err != nil {
-		return dispatch.Result{Outcome: planner.NotSent, Err: err, ReceivedAt: r.Clock.Now()}
-	}
-	if now := r.Clock.Now(); !now.Before(task.Status.Deadline.Time) {
+// send sends the built request, unless the deadline has passed or the lease
+// could not cover the whole request any more; a build failure is NotSent.
+func (r *Runner) send(ctx context.Context, task *v1alpha1.RetryTask, req dispatch.Request, buildErr error) dispatch.Result {
+	now := r.Clock.Now()
+	switch {
+	case buildErr != nil:
+		return dispatch.Result{Outcome: planner.NotSent, Err: buildErr, ReceivedAt: now}
+	case !now.Before(task.Status.Deadline.Time):
 		return dispatch.Result{Outcome: planner.NotSent, Err: errDeadline, ReceivedAt: now}
+	case now.Add(req.Timeout).After(task.Status.ActiveAttempt.LeaseExpiresAt.Time):
+		return dispatch.Result{Outcome: planner.NotSent, Err: errLease, ReceivedAt: now}
 	}
 	return r.Sender.Send(ctx, req, maxBodyOf(task))
 }
+
+var errLease = errors.New("the claim took so long that the lease could not cover the request; it was not sent")
 
 var errDeadline = errors.New("the deadline passed before the request was sent")
 
@@ -251,13 +317,27 @@ func maxBodyOf(t *v1alpha1.RetryTask) int64 { return dispatch.MaxBody(t) }
 
 // record writes the result and the decision in one status write. It re-reads
 // and re-applies on conflict as long as the attempt is still the active one.
-func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number int, mode string, result dispatch.Result) {
+// It reports whether the result was written, and then calls finish at once.
+func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number int, mode string, result dispatch.Result, finish func()) bool {
 	log := ctrl.LoggerFrom(ctx)
 	if mode == ModeSend && result.Outcome == planner.Response && result.StatusCode >= 200 && result.StatusCode < 300 {
 		result = r.store(ctx, task, result)
 	}
+	// Conflicts and transient API errors are retried while the lease lasts:
+	// after it, the attempt is an unknown outcome anyway.
+	leaseEnd := time.Time{}
+	if a := task.Status.ActiveAttempt; a != nil {
+		leaseEnd = a.LeaseExpiresAt.Time
+	}
+	retryable := func(err error) bool {
+		if errors.Is(err, errSuperseded) || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) ||
+			apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+			return false
+		}
+		return apierrors.IsConflict(err) || r.Clock.Now().Before(leaseEnd)
+	}
 	first := true
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	err := retry.OnError(recordBackoff, retryable, func() error {
 		if !first {
 			fresh := &v1alpha1.RetryTask{}
 			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), fresh); err != nil {
@@ -281,10 +361,10 @@ func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number in
 	switch {
 	case errors.Is(err, errSuperseded):
 		log.Info("result dropped: the attempt is no longer active", "attempt", number)
-		return
+		return false
 	case err != nil:
 		log.Error(err, "recording the result; the lease will mark the outcome unknown", "attempt", number)
-		return
+		return false
 	}
 	if task.Status.Phase == v1alpha1.PhaseWaiting && task.Status.ReadyAt != nil {
 		now := r.Clock.Now()
@@ -293,9 +373,10 @@ func (r *Runner) record(ctx context.Context, task *v1alpha1.RetryTask, number in
 	if until, ok := serverWait(task, result); ok && r.Queues != nil {
 		r.Queues.pause(task, until)
 	}
-	r.Events.result(task, number, result)
-	r.Events.decision(task)
+	finish()
+	r.Events.attempt(task, number, result)
 	observe(task, mode, result)
+	return true
 }
 
 // observe records an attempt and its decision in the metrics.
@@ -310,6 +391,9 @@ func observe(task *v1alpha1.RetryTask, mode string, result dispatch.Result) {
 }
 
 var errSuperseded = errors.New("attempt superseded")
+
+// recordBackoff paces result writes retried after conflicts or API errors.
+var recordBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 12, Cap: 5 * time.Second}
 
 // serverWait is the instant a throttling response (429, or a retryable 5xx)
 // asked the client to wait until, if it gave a valid Retry-After.
@@ -372,15 +456,24 @@ func applyAttemptResult(task *v1alpha1.RetryTask, number int, result dispatch.Re
 
 // keepServerWait records the server's requested instant when the task stops or
 // escalates instead of waiting, so that a later spec.resolution Retry still
-// never sends earlier than the server said (I1).
+// never sends earlier than the server said (I1). The header is read here too
+// when the planner did not need it (a status not in retryOn).
 func keepServerWait(task *v1alpha1.RetryTask, d planner.Decision, o planner.Outcome, now time.Time) {
-	if d.Kind == planner.Wait || d.RetryAfter == nil {
+	if d.Kind == planner.Wait || o.Kind != planner.Response || len(o.RetryAfter) == 0 {
 		return
 	}
-	if src := d.RetryAfter.Source; src != retryafter.DeltaSeconds && src != retryafter.HTTPDate {
+	ra := d.RetryAfter
+	if ra == nil {
+		v := retryafter.Parse(o.RetryAfter, now)
+		ra = &v
+		if lr := task.Status.LastResponse; lr != nil {
+			lr.RetryAfter, lr.RetryAfterSource = v.Raw, string(v.Source)
+		}
+	}
+	if ra.Source != retryafter.DeltaSeconds && ra.Source != retryafter.HTTPDate {
 		return
 	}
-	at := planner.CeilMicro(now.Add(d.RetryAfter.Wait(now, o.Date)))
+	at := planner.CeilMicro(now.Add(ra.Wait(now, o.Date)))
 	if task.Status.ReadyAt == nil || at.After(task.Status.ReadyAt.Time) {
 		task.Status.ReadyAt = micro(at)
 	}
@@ -404,27 +497,34 @@ func responseNotKept(task *v1alpha1.RetryTask, result dispatch.Result) (bool, st
 	return false, "", ""
 }
 
-// statusCheck probes whether an unknown attempt was processed.
-func (r *Runner) statusCheck(ctx context.Context, task *v1alpha1.RetryTask) {
+// statusCheck probes whether an unknown attempt was processed. It returns how
+// long to wait before looking again when the claim write failed.
+func (r *Runner) statusCheck(ctx context.Context, task *v1alpha1.RetryTask, finish func()) (time.Duration, bool) {
 	now := r.Clock.Now()
 	if task.Status.ActiveAttempt != nil || task.Status.Phase != v1alpha1.PhaseOutcomeUnknown {
-		return
+		return 0, false
 	}
+	req, buildErr := dispatch.BuildStatusCheck(ctx, r.APIReader, task)
 	claimStatusCheck(task, now, r.LeaseGrace)
 	if err := r.Client.Status().Update(ctx, task); err != nil {
-		return
+		if apierrors.IsConflict(err) {
+			return 0, false
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "claiming the status check; nothing was sent")
+		return r.writeFailed(task.UID), false
 	}
+	r.writeSucceeded(task.UID)
 	number := int(task.Status.Attempts)
 	var result dispatch.Result
-	if req, err := dispatch.BuildStatusCheck(ctx, r.APIReader, task); err != nil {
-		result = dispatch.Result{Outcome: planner.NotSent, Err: err, ReceivedAt: r.Clock.Now()}
+	if buildErr != nil {
+		result = dispatch.Result{Outcome: planner.NotSent, Err: buildErr, ReceivedAt: r.Clock.Now()}
 	} else {
 		result = r.Sender.Send(ctx, req, 0)
 	}
-	if ctx.Err() != nil {
-		return
+	if ctx.Err() != nil && result.Outcome != planner.Response {
+		return 0, false
 	}
-	r.record(ctx, task, number, ModeStatusCheck, result)
+	return 0, r.record(context.WithoutCancel(ctx), task, number, ModeStatusCheck, result, finish)
 }
 
 // applyStatusCheck interprets a status check: processed → Succeeded; not found →

@@ -227,12 +227,13 @@ func (e *sendError) Error() string {
 
 func (e *sendError) Unwrap() error { return e.err }
 
-// safeURL is the URL without user information, query or fragment, fit for
+// safeURL is the URL's scheme and host, without path, user information, query or fragment, fit for
 // errors, events and logs.
 func safeURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(invalid URL)"
 	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+	// Scheme and host only: paths can carry tokens (webhook URLs do).
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }

@@ -86,9 +86,12 @@ type Queue struct {
 	// inFlight maps a key to the admission holding its slot (adopted for
 	// Adopt), so that a late release never frees a later attempt's slot.
 	inFlight map[string]uint64
-	admitted uint64
-	paused   map[string]time.Time
-	waiting  []Item // sorted by ReadyAt, then Key
+	// adoptedUntil holds when each adopted slot frees itself: the lease of
+	// the attempt it stands for, so a task deleted meanwhile cannot leak it.
+	adoptedUntil map[string]time.Time
+	admitted     uint64
+	paused       map[string]time.Time
+	waiting      []Item // sorted by ReadyAt, then Key
 	// recent holds the dispatches in the budget window, oldest first, and
 	// retries counts the retries among them.
 	recent  []record
@@ -107,10 +110,11 @@ type Queue struct {
 // not a burst.
 func New(l Limits, clk clock.Clock) *Queue {
 	q := &Queue{
-		clock:    clk,
-		inFlight: map[string]uint64{},
-		paused:   map[string]time.Time{},
-		kick:     make(chan struct{}, 1),
+		clock:        clk,
+		inFlight:     map[string]uint64{},
+		adoptedUntil: map[string]time.Time{},
+		paused:       map[string]time.Time{},
+		kick:         make(chan struct{}, 1),
 	}
 	q.SetLimits(l)
 	return q
@@ -220,14 +224,34 @@ func (q *Queue) Withdraw(key string) {
 }
 
 // Adopt counts an attempt already in flight, found when state is rebuilt
-// after a restart, until Settle. A waiting item with that key is dropped.
-func (q *Queue) Adopt(key string) {
+// after a restart, until Settle or until the instant (the attempt's lease),
+// whichever comes first. A waiting item with that key is dropped.
+func (q *Queue) Adopt(key string, until time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.inFlight[key]; !ok {
 		q.inFlight[key] = adopted
+		q.adoptedUntil[key] = until
 	}
 	q.remove(key)
+	q.poke()
+}
+
+// expireAdopted frees adopted slots whose lease has passed and returns the
+// next such instant (zero: none). The caller holds the lock.
+func (q *Queue) expireAdopted(now time.Time) time.Time {
+	var next time.Time
+	for k, until := range q.adoptedUntil {
+		if !now.Before(until) {
+			delete(q.adoptedUntil, k)
+			if q.inFlight[k] == adopted {
+				delete(q.inFlight, k)
+			}
+			continue
+		}
+		next = earliest(next, until)
+	}
+	return next
 }
 
 // Settle releases key's slot if Adopt took it; for adopted attempts whose
@@ -244,6 +268,9 @@ func (q *Queue) free(key string, gen uint64) {
 	g, ok := q.inFlight[key]
 	if ok && g == gen {
 		delete(q.inFlight, key)
+		if gen == adopted {
+			delete(q.adoptedUntil, key)
+		}
 		q.poke()
 	}
 	q.mu.Unlock()
@@ -344,6 +371,9 @@ func (q *Queue) pick(now time.Time) (*Item, string, time.Time) {
 }
 
 func earliest(a, b time.Time) time.Time {
+	if b.IsZero() {
+		return a
+	}
 	if a.IsZero() || b.Before(a) {
 		return b
 	}
@@ -423,7 +453,9 @@ func (q *Queue) Run(ctx context.Context, dispatch Dispatch, expire Expire) {
 			}
 			return false
 		})
+		adoptedWake := q.expireAdopted(now)
 		next, _, wake := q.pick(now)
+		wake = earliest(wake, adoptedWake)
 		var (
 			it  Item
 			gen uint64

@@ -273,7 +273,7 @@ func TestMaxInFlightUnderConcurrentReleases(t *testing.T) {
 
 func TestReadyAtOrderTiesByKey(t *testing.T) {
 	h := start(t, Limits{MaxInFlight: 1, RetryBudgetPercent: -1})
-	h.q.Adopt("blocker")
+	h.q.Adopt("blocker", forever)
 	for _, it := range []Item{
 		item("c", t0.Add(-time.Second)),
 		item("a", t0.Add(-2*time.Second)),
@@ -447,7 +447,7 @@ func TestPauseIgnoredWithoutPauseOnThrottle(t *testing.T) {
 // budget's share of them; when no first attempt can go, retries go.
 func TestRetryBudgetShare(t *testing.T) {
 	h := start(t, Limits{MaxInFlight: 1, RetryBudgetPercent: 20})
-	h.q.Adopt("blocker")
+	h.q.Adopt("blocker", forever)
 	// Retries are due earlier than every first attempt.
 	for i, k := range []string{"r1", "r2", "r3"} {
 		h.offer(retry(k, t0.Add(-time.Minute+time.Duration(i)*time.Second)))
@@ -493,7 +493,7 @@ func TestRetryBudgetWindowMoves(t *testing.T) {
 	h.wantSent("r1", "r2")
 
 	h.stepTo(t0.Add(5 * time.Second))
-	h.q.Adopt("blocker")
+	h.q.Adopt("blocker", forever)
 	h.offer(retry("r3", t0.Add(4*time.Second)))
 	for _, k := range keys("f", 6) {
 		h.offer(item(k, t0.Add(5*time.Second)))
@@ -510,7 +510,7 @@ func TestRetryBudgetWindowMoves(t *testing.T) {
 	// They leave it: r3 goes before the first attempt still waiting.
 	h.step(time.Nanosecond)
 	h.wantSent("r1", "r2", "f00", "f01", "f02", "f03", "f04", "f05")
-	h.q.Adopt("blocker") // keep f05's slot taken after its release
+	h.q.Adopt("blocker", forever) // keep f05's slot taken after its release
 	h.release("f05")
 	h.offer(item("f06", h.clk.Now()))
 	h.settleKey("blocker")
@@ -547,7 +547,7 @@ func TestDeadlinePassesWhileWaiting(t *testing.T) {
 	// Held by maxInFlight: no timer but the deadline's.
 	b := item("full", t0)
 	b.Host, b.Deadline = hostB, t0.Add(7*time.Second)
-	h.q.Adopt("blocker")
+	h.q.Adopt("blocker", forever)
 	h.offer(b)
 	h.stepTo(paused.Deadline.Add(-time.Nanosecond))
 	if e := h.expiredKeys(); len(e) != 0 {
@@ -586,8 +586,8 @@ func TestOfferAtOrAfterDeadlineNeverDispatches(t *testing.T) {
 
 func TestAdoptCountsUntilSettle(t *testing.T) {
 	h := start(t, Limits{MaxInFlight: 2, RetryBudgetPercent: -1})
-	h.q.Adopt("x")
-	h.q.Adopt("y")
+	h.q.Adopt("x", forever)
+	h.q.Adopt("y", forever)
 	if sent, why := h.offer(item("a", t0)); sent || !strings.Contains(why, "maxInFlight") {
 		t.Fatalf("offer with adopted slots full = %v %q", sent, why)
 	}
@@ -605,7 +605,7 @@ func TestAdoptCountsUntilSettle(t *testing.T) {
 	// Adopting a waiting key drops it from the queue.
 	h.offer(item("w", t0))
 	h.wantSnapshot(2, 1)
-	h.q.Adopt("w")
+	h.q.Adopt("w", forever)
 	h.wantSnapshot(3, 0)
 	h.settleKey("y")
 	h.settleKey("w")
@@ -711,7 +711,7 @@ func TestSettleLeavesDispatchedSlot(t *testing.T) {
 
 func TestWithdraw(t *testing.T) {
 	h := start(t, Limits{MaxInFlight: 1, RetryBudgetPercent: -1})
-	h.q.Adopt("blocker")
+	h.q.Adopt("blocker", forever)
 	h.offer(item("a", t0))
 	h.offer(item("b", t0))
 	h.q.Withdraw("a")
@@ -728,7 +728,7 @@ func TestQueuesAreIndependent(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	busy := startOn(t, clk, Limits{MaxInFlight: 1, Rate: 1, Burst: 1, PauseOnThrottle: true, RetryBudgetPercent: 0})
 	free := startOn(t, clk, Limits{MaxInFlight: 3, PauseOnThrottle: true, RetryBudgetPercent: 20})
-	busy.q.Adopt("blocker")
+	busy.q.Adopt("blocker", forever)
 	busy.q.Pause(hostA, t0.Add(time.Hour))
 	for _, k := range keys("batch", 100) {
 		busy.offer(retry(k, t0.Add(-time.Hour)))
@@ -756,7 +756,7 @@ func TestSnapshotCounts(t *testing.T) {
 	if s.Paused == nil || len(s.Paused) != 0 {
 		t.Fatalf("paused %#v, want empty", s.Paused)
 	}
-	h.q.Adopt("x")
+	h.q.Adopt("x", forever)
 	h.offer(item("a", t0))
 	h.offer(item("b", t0))
 	h.offer(item("c", t0.Add(time.Minute)))
@@ -850,4 +850,21 @@ func BenchmarkOffer(b *testing.B) {
 			}
 		})
 	}
+}
+
+// forever is an adoption that only Settle ends.
+var forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// An adopted slot frees itself at its lease, so a task deleted before its
+// result is seen cannot hold the queue forever.
+func TestAdoptedSlotExpiresAtItsLease(t *testing.T) {
+	h := start(t, Limits{MaxInFlight: 1, RetryBudgetPercent: -1})
+	h.q.Adopt("gone", t0.Add(5*time.Second))
+	if sent, _ := h.offer(item("a", t0)); sent {
+		t.Fatal("sent while the adopted slot is held")
+	}
+	h.stepTo(t0.Add(5*time.Second - time.Nanosecond))
+	h.wantSent()
+	h.stepTo(t0.Add(5 * time.Second))
+	h.wantSent("a")
 }

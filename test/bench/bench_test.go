@@ -266,7 +266,7 @@ func (l *errorLog) Error(err error, msg string, kv ...any) {
 	defer l.mu.Unlock()
 	l.n++
 	if len(l.first) < 3 {
-		l.first = append(l.first, fmt.Sprintf("%s: %v", msg, err))
+		l.first = append(l.first, fmt.Sprintf("%.200s", fmt.Sprintf("%s: %v", msg, err)))
 	}
 }
 

@@ -29,6 +29,7 @@ type report struct {
 	early, earlyServer        int
 	multiReadyAt              int
 	timeline                  []bucket
+	bucketWidth               time.Duration
 	errorLogs                 int
 	firstErrors               []string
 	anomalies                 []string
@@ -38,13 +39,14 @@ type report struct {
 	rawWrites, rawConc int
 	rawTook            time.Duration
 	rawRate            float64
-	ratio, ratioNoWait float64
+	ratio              float64
 }
 
-// bucket is one second of the run, by instant relative to the first create.
+// bucket is a slice of the run (bucketWidth long), by instant relative to the
+// first create.
 type bucket struct {
 	firsts, retriesDue, retriesSent int
-	late                            []time.Duration // of the retries due in this second
+	late                            []time.Duration // of the retries due in this step
 }
 
 type stats struct {
@@ -76,7 +78,9 @@ func analyse(t0 time.Time, created time.Duration, log map[string]pathLog, w *wat
 	}
 	r.drain = lastDone.Sub(t0)
 
-	second := func(d time.Duration) int { return max(0, int(d/time.Second)) }
+	// Whole seconds, and at most about 25 rows.
+	r.bucketWidth = time.Duration(math.Ceil(r.drain.Seconds()/25)) * time.Second
+	second := func(d time.Duration) int { return max(0, int(d/r.bucketWidth)) }
 	grow := func(i int) {
 		for len(r.timeline) <= i {
 			r.timeline = append(r.timeline, bucket{})
@@ -162,9 +166,6 @@ func (r *report) compare(writes int, took time.Duration, concurrency int) {
 	// take if every attempt cost exactly its 2 status writes and nothing else.
 	ceiling := r.rawRate / 2
 	r.ratio = r.attemptsRate / ceiling
-	// No operator can finish in less than the 1 s every task must wait between
-	// its attempts: the same figure with that second taken off the drain.
-	r.ratioNoWait = float64(r.attempts) / (r.drain - time.Second).Seconds() / ceiling
 }
 
 // print writes the table to stdout.
@@ -210,19 +211,18 @@ func (r *report) print() {
 	row("raw ceiling: status writes", fmt.Sprint(r.rawWrites), fmt.Sprintf("plain client loop, %d goroutines (= workers + dispatchers), no client-side limit, %d writes per task, no GET", r.rawConc, rawWritesPerTask))
 	row("raw writes/s", fmt.Sprintf("%.0f", r.rawRate), fmt.Sprintf("in %.2f s", r.rawTook.Seconds()))
 	row("ratio", fmt.Sprintf("%.2f", r.ratio), fmt.Sprintf("attempts/s ÷ (raw writes/s ÷ 2) = %.0f ÷ %.0f; goal ≥ %.1f: %s", r.attemptsRate, ceiling, ratioGoal, goal(r.ratio >= ratioGoal)))
-	row("ratio without the 1 s wait", fmt.Sprintf("%.2f", r.ratioNoWait), "the same with drain − 1 s (information only)")
 	_ = tw.Flush()
 
-	fmt.Fprintf(&b, "\ntimeline, by second from the first create (firsts/retries sent: requests the server saw; due: readyAt in that second; lateness of the retries due then):\n")
+	fmt.Fprintf(&b, "\ntimeline in %s steps from the first create: requests the server saw (firsts, retries), retries due (readyAt in the step) and their lateness:\n", r.bucketWidth)
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  s\tfirsts sent\tretries due\tretries sent\tlate p50\tlate max\t\n")
+	fmt.Fprintf(tw, "  from s\tfirsts sent\tretries due\tretries sent\tlate p50\tlate max\t\n")
 	for i, k := range r.timeline {
 		s := statsOf(k.late)
 		p50, mx := "-", "-"
 		if s.n > 0 {
 			p50, mx = fmtMS(s.p50), fmtMS(s.max)
 		}
-		fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%s\t%s\t\n", i, k.firsts, k.retriesDue, k.retriesSent, p50, mx)
+		fmt.Fprintf(tw, "  %.0f\t%d\t%d\t%d\t%s\t%s\t\n", (time.Duration(i) * r.bucketWidth).Seconds(), k.firsts, k.retriesDue, k.retriesSent, p50, mx)
 	}
 	_ = tw.Flush()
 	if len(r.anomalies) > 0 {
