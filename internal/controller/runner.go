@@ -44,10 +44,10 @@ type Runner struct {
 	// LeaseGrace is added to the request timeout to form the attempt's lease.
 	LeaseGrace time.Duration
 
-	slots   *slots
-	wake    chan event.GenericEvent
-	mu      sync.Mutex
-	rnd     *rand.Rand
+	slots *slots
+	wake  chan event.GenericEvent
+	mu    sync.Mutex
+	rnd   *rand.Rand
 	// running holds the tasks with an attempt handled here; the value says
 	// whether a reconcile was skipped meanwhile and must be made up.
 	running map[types.UID]bool
