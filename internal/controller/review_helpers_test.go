@@ -7,14 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
 	"github.com/retry-operator/retry-operator/internal/controller"
@@ -37,33 +31,16 @@ func startReviewManager(t *testing.T, ns string, o reviewOpts) *manager {
 	if cfg == nil {
 		cfg = env.Config
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Logger:                 zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, opts)
-			if err != nil {
-				return nil, err
+	mgr, err := ctrl.NewManager(cfg, env.ManagerOptions(ns, zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
+		func(rt *v1alpha1.RetryTask, update func() error) error {
+			m.statusWrites.Add(1)
+			if o.fail != nil {
+				if err := o.fail(rt); err != nil {
+					return err
+				}
 			}
-			return interceptor.NewClient(c, interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					if rt, ok := obj.(*v1alpha1.RetryTask); ok && sub == "status" {
-						m.statusWrites.Add(1)
-						if o.fail != nil {
-							if err := o.fail(rt); err != nil {
-								return err
-							}
-						}
-					}
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}), nil
-		},
-	})
+			return update()
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,11 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
 	"github.com/retry-operator/retry-operator/internal/controller"
@@ -195,38 +191,19 @@ func startManager(ctx context.Context, env *testenv.Env, ns string, log logr.Log
 	m := &runningManager{done: make(chan error, 1)}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = managerQPS, managerBurst
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Logger:                 logr.New(log),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, o)
-			if err != nil {
-				return nil, err
+	mgr, err := ctrl.NewManager(cfg, env.ManagerOptions(ns, logr.New(log),
+		func(_ *v1alpha1.RetryTask, update func() error) error {
+			start := time.Now()
+			err := update()
+			m.statusWrites.Add(1)
+			if apierrors.IsConflict(err) {
+				m.conflicts.Add(1)
 			}
-			return interceptor.NewClient(c, interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					start := time.Now()
-					err := c.SubResource(sub).Update(ctx, obj, opts...)
-					if _, ok := obj.(*v1alpha1.RetryTask); ok && sub == "status" {
-						took := time.Since(start)
-						m.statusWrites.Add(1)
-						if apierrors.IsConflict(err) {
-							m.conflicts.Add(1)
-						}
-						m.mu.Lock()
-						m.writeLatency = append(m.writeLatency, took)
-						m.mu.Unlock()
-					}
-					return err
-				},
-			}), nil
-		},
-	})
+			m.mu.Lock()
+			m.writeLatency = append(m.writeLatency, time.Since(start))
+			m.mu.Unlock()
+			return err
+		}))
 	if err != nil {
 		return nil, err
 	}
