@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+	"github.com/retry-operator/retry-operator/internal/dispatch"
+	"github.com/retry-operator/retry-operator/internal/planner"
 	"github.com/retry-operator/retry-operator/internal/queue"
 	"github.com/retry-operator/retry-operator/internal/retryafter"
 )
@@ -173,14 +175,32 @@ func (qs *Queues) expire(it queue.Item) {
 	qs.Runner.poke(it.Payload.(*v1alpha1.RetryTask))
 }
 
+// of returns the queue state of a task's queue, if any is held here.
+func (qs *Queues) of(task *v1alpha1.RetryTask) *queue.Queue {
+	if qs == nil || task.Spec.Queue == nil {
+		return nil
+	}
+	return qs.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue})
+}
+
 // pause applies a server's wait to the task's queue, for every task to that host.
 func (qs *Queues) pause(task *v1alpha1.RetryTask, until time.Time) {
-	if task.Spec.Queue == nil {
-		return
-	}
-	if q := qs.Get(types.NamespacedName{Namespace: task.Namespace, Name: *task.Spec.Queue}); q != nil {
+	if q := qs.of(task); q != nil {
 		q.Pause(hostOf(task.Spec.Request.URL), until)
 	}
+}
+
+// pauseFor pauses the host of a throttling response (429 or 5xx) that carries
+// a valid Retry-After, until the server's instant, counted from receipt.
+func (qs *Queues) pauseFor(task *v1alpha1.RetryTask, r dispatch.Result) {
+	if qs.of(task) == nil || r.Outcome != planner.Response || (r.StatusCode != 429 && r.StatusCode < 500) {
+		return
+	}
+	ra := retryafter.Parse(r.Header.Values("Retry-After"), r.ReceivedAt)
+	if ra.Source != retryafter.DeltaSeconds && ra.Source != retryafter.HTTPDate {
+		return
+	}
+	qs.pause(task, planner.CeilMicro(r.ReceivedAt.Add(ra.Wait(r.ReceivedAt, r.Header.Values("Date")))))
 }
 
 // recordedServerWait is the instant a task's last throttling response asked

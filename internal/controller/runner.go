@@ -277,6 +277,9 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 	number := st.ActiveAttempt
 
 	result := r.send(ctx, task, req, buildErr)
+	// The queue pauses the host as soon as the server asks, before the
+	// result is written, so nothing else in the queue goes meanwhile.
+	r.Queues.pauseFor(task, result)
 	if ctx.Err() != nil && result.Outcome != planner.Response {
 		// The manager is stopping. The lease will turn this attempt into an
 		// unknown outcome on the next start; nothing more is written now.
@@ -297,10 +300,14 @@ func claimStop(res planner.ClaimResult, task *v1alpha1.RetryTask, now time.Time)
 // send sends the built request, unless the deadline has passed or the lease
 // could not cover the whole request any more; a build failure is NotSent.
 func (r *Runner) send(ctx context.Context, task *v1alpha1.RetryTask, req dispatch.Request, buildErr error) dispatch.Result {
+	if buildErr != nil {
+		return dispatch.Result{Outcome: planner.NotSent, Err: buildErr, ReceivedAt: r.Clock.Now()}
+	}
+	if q := r.Queues.of(task); q != nil && !q.Gate(ctx) {
+		return dispatch.Result{Outcome: planner.NotSent, Err: ctx.Err(), ReceivedAt: r.Clock.Now()}
+	}
 	now := r.Clock.Now()
 	switch {
-	case buildErr != nil:
-		return dispatch.Result{Outcome: planner.NotSent, Err: buildErr, ReceivedAt: now}
 	case !now.Before(task.Status.Deadline.Time):
 		return dispatch.Result{Outcome: planner.NotSent, Err: errDeadline, ReceivedAt: now}
 	case now.Add(req.Timeout).After(task.Status.ActiveAttempt.LeaseExpiresAt.Time):

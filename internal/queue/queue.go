@@ -83,6 +83,10 @@ type Queue struct {
 	mu      sync.Mutex
 	limits  Limits
 	limiter *rate.Limiter
+	// gate is a second bucket with the same limits, taken just before the
+	// request goes out: the claim write between admission and send takes a
+	// variable time, so admissions alone can bunch up at the server.
+	gate *rate.Limiter
 	// inFlight maps a key to the admission holding its slot (adopted for
 	// Adopt), so that a late release never frees a later attempt's slot.
 	inFlight map[string]uint64
@@ -126,16 +130,8 @@ func (q *Queue) SetLimits(l Limits) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.clock.Now()
-	switch {
-	case l.Rate <= 0:
-		q.limiter = nil
-	case q.limiter == nil:
-		q.limiter = rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
-		q.limiter.AllowN(now, max(l.Burst, 1)) // start empty
-	default:
-		q.limiter.SetLimitAt(now, rate.Limit(l.Rate))
-		q.limiter.SetBurstAt(now, max(l.Burst, 1))
-	}
+	q.limiter = setRate(q.limiter, l, now)
+	q.gate = setRate(q.gate, l, now)
 	if !l.PauseOnThrottle {
 		clear(q.paused)
 	}
@@ -144,6 +140,50 @@ func (q *Queue) SetLimits(l Limits) {
 }
 
 // poke wakes the pump; the caller holds the lock.
+// setRate makes, updates or drops a token bucket for the limits. A new bucket
+// starts empty, so a manager restart is not a burst.
+func setRate(lim *rate.Limiter, l Limits, now time.Time) *rate.Limiter {
+	switch {
+	case l.Rate <= 0:
+		return nil
+	case lim == nil:
+		lim = rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
+		lim.AllowN(now, max(l.Burst, 1))
+	default:
+		lim.SetLimitAt(now, rate.Limit(l.Rate))
+		lim.SetBurstAt(now, max(l.Burst, 1))
+	}
+	return lim
+}
+
+// Gate waits, on the queue's clock, for a token of the send-side bucket; it
+// returns false if ctx ends first. Callers re-check the deadline after it.
+func (q *Queue) Gate(ctx context.Context) bool {
+	q.mu.Lock()
+	if q.gate == nil {
+		q.mu.Unlock()
+		return true
+	}
+	now := q.clock.Now()
+	r := q.gate.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	q.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := q.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		q.mu.Lock()
+		r.CancelAt(q.clock.Now())
+		q.mu.Unlock()
+		return false
+	}
+}
+
 func (q *Queue) poke() {
 	q.kicks++
 	select {

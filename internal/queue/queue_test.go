@@ -868,3 +868,34 @@ func TestAdoptedSlotExpiresAtItsLease(t *testing.T) {
 	h.stepTo(t0.Add(5 * time.Second))
 	h.wantSent("a")
 }
+
+// The send-side gate paces sends at the queue's rate whatever the claims'
+// timing: after a burst, the next send waits for a token.
+func TestGatePacesSends(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	q := New(Limits{Rate: 2, Burst: 1, RetryBudgetPercent: -1}, clk)
+	clk.Step(time.Second) // the bucket (one token) fills
+	if !q.Gate(context.Background()) {
+		t.Fatal("the first send was refused")
+	}
+	done := make(chan bool)
+	go func() { done <- q.Gate(context.Background()) }()
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("a second send passed the gate with no token")
+	default:
+	}
+	clk.Step(500*time.Millisecond - time.Nanosecond)
+	select {
+	case <-done:
+		t.Fatal("the gate opened before the next token")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Step(time.Nanosecond)
+	if !<-done {
+		t.Fatal("the gate never opened")
+	}
+}

@@ -29,17 +29,14 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
 	"github.com/retry-operator/retry-operator/internal/controller"
@@ -112,6 +109,7 @@ func BenchmarkStorm(b *testing.B) {
 	printReport(load, queued, baseline)
 
 	b.ReportMetric(float64(queued.peak), "queue-peak/s")
+	b.ReportMetric(float64(queued.claimPeak), "queue-claim-peak/s")
 	b.ReportMetric(float64(queued.early), "queue-early")
 	b.ReportMetric(queued.drain.Seconds(), "queue-drain-s")
 	b.ReportMetric(queued.ratio, "queue-drain/ideal")
@@ -171,6 +169,19 @@ type result struct {
 	ratio                    float64       // drainAfterPause / ideal
 	perSecond                []int         // arrivals per whole second since t0
 	perSecond429             []int
+
+	// From the status history: the claim instants (history sentAt, written
+	// before the send), their peak per second, and claim-to-arrival latency.
+	claimPeak                      int
+	claimPeakAt                    time.Duration
+	lagP50, lagP99, lagMax, lagMin time.Duration
+	// Arrivals in the peak window: their claim-to-arrival lag, and how many
+	// were claimed before the window opened.
+	peakLagP50, peakLagMax time.Duration
+	peakClaimedBefore      int
+
+	events  int      // Events in the namespace after the run
+	slowest []string // the tasks that finished last, described
 }
 
 func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast client.WithWatch, queued bool, errs *errorLog) *result {
@@ -254,11 +265,18 @@ func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast clien
 		}
 	}
 	r.doneAt, r.lastDone = w.succeeded()
+	var events eventsv1.EventList
+	if err := fast.List(ctx, &events, client.InNamespace(ns.Name)); err != nil {
+		b.Fatal(err)
+	}
+	r.events = len(events.Items)
+	r.slowest = slowest(r.t0, r.doneAt, list.Items, srv.entries(), events.Items, 3)
 	r.log = srv.entries()
 	r.statusWrites, r.conflicts = mgr.statusWrites.Load(), mgr.conflicts.Load()
 	r.writeP50, r.writeP99 = mgr.latency(0.50), mgr.latency(0.99)
 	r.errorLogs, r.firstErrors = errCount, firstErrs
 	r.analyse(tasks)
+	r.claims(list.Items)
 	return r
 }
 
@@ -374,6 +392,51 @@ func (r *result) analyse(tasks []*v1alpha1.RetryTask) {
 	}
 }
 
+// claims matches each task's attempts (status history, in order) with its
+// arrivals at the server (in order): the claim instant is taken just before
+// the claim write, after the queue admitted the attempt.
+func (r *result) claims(tasks []v1alpha1.RetryTask) {
+	arrivals := map[string][]time.Time{}
+	for _, e := range r.log {
+		arrivals[e.path] = append(arrivals[e.path], e.at)
+	}
+	var claimed []time.Time
+	var lags, inPeak []time.Duration
+	peakFrom := r.t0.Add(r.peakAt)
+	for _, t := range tasks {
+		at := arrivals["/t/"+t.Name]
+		h := t.Status.History
+		for i := range h {
+			claimed = append(claimed, h[i].SentAt.Time)
+		}
+		if len(h) != len(at) {
+			continue // an attempt that never reached the server
+		}
+		for i := range h {
+			lag := at[i].Sub(h[i].SentAt.Time)
+			lags = append(lags, lag)
+			if !at[i].Before(peakFrom) && at[i].Before(peakFrom.Add(time.Second)) {
+				inPeak = append(inPeak, lag)
+				if h[i].SentAt.Time.Before(peakFrom) {
+					r.peakClaimedBefore++
+				}
+			}
+		}
+	}
+	sort.Slice(claimed, func(i, j int) bool { return claimed[i].Before(claimed[j]) })
+	var start time.Time
+	r.claimPeak, start = peakPerSecond(claimed)
+	r.claimPeakAt = since(r.t0, start)
+	if len(lags) > 0 {
+		sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+		r.lagMin, r.lagP50, r.lagP99, r.lagMax = lags[0], lags[len(lags)/2], lags[min(len(lags)-1, len(lags)*99/100)], lags[len(lags)-1]
+	}
+	if len(inPeak) > 0 {
+		sort.Slice(inPeak, func(i, j int) bool { return inPeak[i] < inPeak[j] })
+		r.peakLagP50, r.peakLagMax = inPeak[len(inPeak)/2], inPeak[len(inPeak)-1]
+	}
+}
+
 func since(t0, t time.Time) time.Duration {
 	if t.IsZero() {
 		return 0
@@ -452,6 +515,11 @@ func printReport(load string, q, base *result) {
 			fmt.Printf("    %d arrivals at or after pauseEnd, at %.1f/s (first to last); last arrival to last Succeeded %s\n",
 				r.afterPause, r.afterRate, sec(r.lastDone.Sub(r.t0)-r.lastArrive))
 		}
+		fmt.Printf("    claims (history sentAt, just before the claim write): peak %d in 1s (window at %s); claim-to-arrival min %s p50 %s p99 %s max %s\n",
+			r.claimPeak, sec(r.claimPeakAt), r.lagMin.Round(100*time.Microsecond), r.lagP50.Round(100*time.Microsecond),
+			r.lagP99.Round(100*time.Microsecond), r.lagMax.Round(100*time.Microsecond))
+		fmt.Printf("    in the peak window: claim-to-arrival p50 %s max %s; %d of its %d arrivals were claimed before the window opened\n",
+			r.peakLagP50.Round(100*time.Microsecond), r.peakLagMax.Round(100*time.Microsecond), r.peakClaimedBefore, r.peak)
 		fmt.Printf("    tasks Succeeded (API server): %d; other phases %v\n", r.succeeded, r.notSucceeded)
 		fmt.Printf("    RetryTask status writes %d (%.2f/task), conflicts %d, write latency p50 %s p99 %s; error log lines %d %v\n",
 			r.statusWrites, float64(r.statusWrites)/numTasks, r.conflicts, r.writeP50.Round(100*time.Microsecond),
@@ -460,6 +528,10 @@ func printReport(load string, q, base *result) {
 			fmt.Printf("    EARLY: %d requests, the worst %s before the announced instant\n", r.early, r.earliest)
 		}
 		fmt.Printf("    arrivals per second since t0 (429s in brackets): %s\n", timeline(r.perSecond, r.perSecond429))
+		fmt.Printf("    Events in the namespace: %d; the tasks that finished last:\n", r.events)
+		for _, s := range r.slowest {
+			fmt.Print(s)
+		}
 	}
 	fmt.Println()
 
@@ -474,6 +546,51 @@ func printReport(load string, q, base *result) {
 	fmt.Printf("  early requests == 0:                %d  %s\n", q.early, verdict(q.early == 0))
 	fmt.Printf("  drain after pause <= %.2f x ideal:  %s / %s = %.3f  %s\n\n", goalRatio,
 		sec(q.drainAfterPause), sec(q.ideal), q.ratio, verdict(q.ratio > 0 && q.ratio <= goalRatio))
+}
+
+// slowest describes the n tasks seen Succeeded last (or never): the server's
+// arrivals, the status history and the task's Events, all from t0.
+func slowest(t0 time.Time, doneAt map[string]time.Time, tasks []v1alpha1.RetryTask, log []entry, events []eventsv1.Event, n int) []string {
+	rel := func(t time.Time) string { return fmt.Sprintf("%.3fs", t.Sub(t0).Seconds()) }
+	sort.Slice(tasks, func(i, j int) bool {
+		a, aok := doneAt[tasks[i].Name]
+		c, cok := doneAt[tasks[j].Name]
+		if aok != cok {
+			return !aok
+		}
+		return a.After(c)
+	})
+	var out []string
+	for _, t := range tasks[:min(n, len(tasks))] {
+		var b strings.Builder
+		done := "never"
+		if at, ok := doneAt[t.Name]; ok {
+			done = rel(at)
+		}
+		fmt.Fprintf(&b, "      %s: created %s, Succeeded seen %s, phase %s, attempts %d\n", t.Name, rel(t.CreationTimestamp.Time), done, t.Status.Phase, t.Status.Attempts)
+		var arr []string
+		for _, e := range log {
+			if e.path == "/t/"+t.Name {
+				arr = append(arr, fmt.Sprintf("%s→%d", rel(e.at), e.status))
+			}
+		}
+		fmt.Fprintf(&b, "        server: %s\n", strings.Join(arr, " "))
+		for _, h := range t.Status.History {
+			fmt.Fprintf(&b, "        history: attempt %d sent %s outcome %s status %d decision %s\n", h.Number, rel(h.SentAt.Time), h.Outcome, h.StatusCode, h.Decision)
+		}
+		var evs []eventsv1.Event
+		for _, e := range events {
+			if e.Regarding.Name == t.Name {
+				evs = append(evs, e)
+			}
+		}
+		sort.Slice(evs, func(i, j int) bool { return evs[i].EventTime.Before(&evs[j].EventTime) })
+		for _, e := range evs {
+			fmt.Fprintf(&b, "        event %s %s: %s\n", rel(e.EventTime.Time), e.Reason, e.Note)
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
 
 func timeline(all, throttled []int) string {
@@ -567,36 +684,19 @@ func startManager(ctx context.Context, env *testenv.Env, ns string) (*runningMan
 	m := &runningManager{done: make(chan error, 1)}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = managerQPS, managerBurst
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, o)
-			if err != nil {
-				return nil, err
+	mgr, err := ctrl.NewManager(cfg, env.ManagerOptions(ns, ctrl.Log,
+		func(_ *v1alpha1.RetryTask, update func() error) error {
+			start := time.Now()
+			err := update()
+			m.statusWrites.Add(1)
+			if apierrors.IsConflict(err) {
+				m.conflicts.Add(1)
 			}
-			return interceptor.NewClient(c, interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					start := time.Now()
-					err := c.SubResource(sub).Update(ctx, obj, opts...)
-					if _, ok := obj.(*v1alpha1.RetryTask); ok && sub == "status" {
-						took := time.Since(start)
-						m.statusWrites.Add(1)
-						if apierrors.IsConflict(err) {
-							m.conflicts.Add(1)
-						}
-						m.mu.Lock()
-						m.writeLatency = append(m.writeLatency, took)
-						m.mu.Unlock()
-					}
-					return err
-				},
-			}), nil
-		},
-	})
+			m.mu.Lock()
+			m.writeLatency = append(m.writeLatency, time.Since(start))
+			m.mu.Unlock()
+			return err
+		}))
 	if err != nil {
 		return nil, err
 	}
