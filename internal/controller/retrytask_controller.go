@@ -105,19 +105,19 @@ func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.
 		r.Runner.Forget(task.UID)
 		return r.writeAndReport(ctx, task, next, resolution)
 	}
-	_, res := planner.Claim(st, plannerPolicy(next).MaxAttempts, now)
+	at := r.Runner.sendTime(next, now)
+	if early := at.Sub(now); early > r.Runner.ClaimLead {
+		return r.writeAndReportAfter(ctx, task, next, resolution, early-r.Runner.ClaimLead)
+	}
+	// Claim evaluates the deadline and readyAt at the send instant.
+	_, res := planner.Claim(st, plannerPolicy(next).MaxAttempts, at)
 	switch res {
-	case planner.NotDue:
-		return r.writeAndReportAfter(ctx, task, next, resolution, next.Status.ReadyAt.Sub(now))
 	case planner.DeadlinePassed, planner.BudgetSpent:
 		reason, msg := claimStop(res, next, now)
 		stopOrEscalate(next, reason, msg, now)
 		r.Runner.Forget(task.UID)
 		return r.writeAndReport(ctx, task, next, resolution)
 	case planner.Claimed:
-		if wait, ok := r.Runner.dueLocally(task.UID, now); !ok {
-			return r.writeAndReportAfter(ctx, task, next, resolution, wait)
-		}
 		if resolution != nil {
 			if err := r.commit(ctx, task, next, resolution); err != nil {
 				return ctrl.Result{}, err
@@ -131,8 +131,10 @@ func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.
 		if !r.Runner.Dispatch(next, ModeSend, nil) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // the runner is not started yet
 		}
+		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, nil
+	// Not due or busy at the send instant: look again shortly.
+	return r.writeAndReportAfter(ctx, task, next, resolution, time.Second)
 }
 
 func (r *RetryTaskReconciler) writeAndReport(ctx context.Context, task, next *v1alpha1.RetryTask, resolution *v1alpha1.Resolution) (ctrl.Result, error) {

@@ -49,6 +49,7 @@ const (
 	defaultMaxWait            = 60 * time.Second
 	defaultInitialDelay       = time.Second
 	defaultLeaseGrace         = 15 * time.Second
+	defaultClaimLead          = 250 * time.Millisecond
 	defaultIdempotencyKeyName = "Idempotency-Key"
 )
 

@@ -43,6 +43,9 @@ type Runner struct {
 	Queues *Queues
 	// LeaseGrace is added to the request timeout to form the attempt's lease.
 	LeaseGrace time.Duration
+	// ClaimLead is how long before its readyAt an attempt may be claimed; the
+	// send still waits for readyAt.
+	ClaimLead time.Duration
 
 	slots *slots
 	wake  chan event.GenericEvent
@@ -66,6 +69,7 @@ func NewRunner(c client.Client, apiReader client.Reader, scheme *runtime.Scheme,
 		Client: c, APIReader: apiReader, Scheme: scheme, Clock: clk, Events: ev,
 		Sender:     dispatch.NewSender(clk),
 		LeaseGrace: defaultLeaseGrace,
+		ClaimLead:  defaultClaimLead,
 		slots:      newSlots(slots),
 		wake:       make(chan event.GenericEvent, 1024),
 		rnd:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15)),
@@ -99,6 +103,43 @@ func (r *Runner) Running(uid types.UID) bool {
 		r.running[uid] = true // the caller skips this reconcile
 	}
 	return ok
+}
+
+// sendTime is the earliest instant the task may be sent: now, its stored
+// wall-clock readyAt, or the in-process monotonic one, whichever is latest.
+// An attempt may be claimed up to ClaimLead before it, so that the claim's
+// write is not added to the wait; the send itself still waits for it (I1).
+func (r *Runner) sendTime(task *v1alpha1.RetryTask, now time.Time) time.Time {
+	at := now
+	if ra := task.Status.ReadyAt; ra != nil && ra.After(at) {
+		at = ra.Time
+	}
+	if wait, ok := r.dueLocally(task.UID, now); !ok && now.Add(wait).After(at) {
+		at = now.Add(wait)
+	}
+	return at
+}
+
+// waitUntil sleeps on the clock until both the wall-clock instant and the
+// task's monotonic readyAt have passed; false if ctx ends first.
+func (r *Runner) waitUntil(ctx context.Context, task *v1alpha1.RetryTask, at time.Time) bool {
+	for {
+		now := r.Clock.Now()
+		d := at.Sub(now)
+		if wait, ok := r.dueLocally(task.UID, now); !ok && wait > d {
+			d = wait
+		}
+		if d <= 0 {
+			return true
+		}
+		t := r.Clock.NewTimer(d)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
 }
 
 // dueLocally reports whether the in-process monotonic readyAt has passed.
@@ -238,10 +279,12 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 	// Deadline, attempts and readyAt are checked here, after any wait for a
 	// slot, as the last step before the claim (I2).
 	now := r.Clock.Now()
-	if _, ok := r.dueLocally(task.UID, now); !ok {
+	at := r.sendTime(task, now)
+	if at.Sub(now) > r.ClaimLead {
 		return 0, false
 	}
-	st, res := planner.Claim(plannerState(&task.Status), plannerPolicy(task).MaxAttempts, now)
+	// Claim evaluates the deadline and readyAt at the send instant.
+	st, res := planner.Claim(plannerState(&task.Status), plannerPolicy(task).MaxAttempts, at)
 	switch res {
 	case planner.DeadlinePassed, planner.BudgetSpent:
 		reason, msg := claimStop(res, task, now)
@@ -260,7 +303,7 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 		return 0, false // not due or busy: the reconciler will look again
 	}
 	prev := task.Status.ReadyAt
-	claimAttempt(task, st, now, r.LeaseGrace)
+	claimAttempt(task, st, now, r.LeaseGrace+at.Sub(now))
 	// The claim carries the resourceVersion we read: a conflict means someone
 	// else acted, so nothing is sent (I4).
 	if err := r.Client.Status().Update(ctx, task); err != nil {
@@ -271,10 +314,14 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 		return r.writeFailed(task.UID), false
 	}
 	r.writeSucceeded(task.UID)
-	if prev != nil {
-		metrics.Lateness.Observe(now.Sub(prev.Time).Seconds())
-	}
 	number := st.ActiveAttempt
+	// Claimed a little ahead: the send still waits for readyAt (I1).
+	if !r.waitUntil(ctx, task, at) {
+		return 0, false // stopping: the lease makes this attempt an unknown outcome
+	}
+	if prev != nil {
+		metrics.Lateness.Observe(r.Clock.Now().Sub(prev.Time).Seconds())
+	}
 
 	result := r.send(ctx, task, req, buildErr)
 	// The queue pauses the host as soon as the server asks, before the
