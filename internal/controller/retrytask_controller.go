@@ -106,8 +106,8 @@ func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.
 		return r.writeAndReport(ctx, task, next, resolution)
 	}
 	at := r.Runner.sendTime(next, now)
-	if early := at.Sub(now); early > r.Runner.ClaimLead {
-		return r.writeAndReportAfter(ctx, task, next, resolution, early-r.Runner.ClaimLead)
+	if early, lead := at.Sub(now), r.Runner.lead(); early > lead {
+		return r.writeAndReportAfter(ctx, task, next, resolution, early-lead)
 	}
 	// Claim evaluates the deadline and readyAt at the send instant.
 	_, res := planner.Claim(st, plannerPolicy(next).MaxAttempts, at)

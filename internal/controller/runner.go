@@ -43,7 +43,8 @@ type Runner struct {
 	Queues *Queues
 	// LeaseGrace is added to the request timeout to form the attempt's lease.
 	LeaseGrace time.Duration
-	// ClaimLead is how long before its readyAt an attempt may be claimed; the
+	// ClaimLead is the least time before its readyAt an attempt may be
+	// claimed; the lead grows with recent claim-write latency (see lead). The
 	// send still waits for readyAt.
 	ClaimLead time.Duration
 
@@ -59,8 +60,11 @@ type Runner struct {
 	notBefore map[types.UID]time.Time
 	// failures counts failed claim writes per task, for backoff.
 	failures map[types.UID]int
-	wg       sync.WaitGroup
-	ctx      context.Context
+	// claimWrites holds the latest claim-write latencies, for lead.
+	claimWrites [64]time.Duration
+	claimNext   int
+	wg          sync.WaitGroup
+	ctx         context.Context
 }
 
 // NewRunner makes a runner that sends at most slots attempts at once.
@@ -118,6 +122,29 @@ func (r *Runner) sendTime(task *v1alpha1.RetryTask, now time.Time) time.Time {
 		at = now.Add(wait)
 	}
 	return at
+}
+
+// maxClaimLead bounds how early an attempt is claimed.
+const maxClaimLead = 2 * time.Second
+
+// lead is how long before its send instant an attempt is claimed: enough to
+// cover the slowest recent claim write, so that the write does not make the
+// send late, and at least ClaimLead.
+func (r *Runner) lead() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	slowest := time.Duration(0)
+	for _, d := range r.claimWrites {
+		slowest = max(slowest, d)
+	}
+	return min(maxClaimLead, max(r.ClaimLead, slowest*5/4))
+}
+
+func (r *Runner) claimWritten(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.claimWrites[r.claimNext] = d
+	r.claimNext = (r.claimNext + 1) % len(r.claimWrites)
 }
 
 // waitUntil sleeps on the clock until both the wall-clock instant and the
@@ -280,7 +307,7 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 	// slot, as the last step before the claim (I2).
 	now := r.Clock.Now()
 	at := r.sendTime(task, now)
-	if at.Sub(now) > r.ClaimLead {
+	if at.Sub(now) > r.lead() {
 		return 0, false
 	}
 	// Claim evaluates the deadline and readyAt at the send instant.
@@ -313,6 +340,7 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 		log.Error(err, "claiming the attempt; nothing was sent")
 		return r.writeFailed(task.UID), false
 	}
+	r.claimWritten(r.Clock.Since(now))
 	r.writeSucceeded(task.UID)
 	number := st.ActiveAttempt
 	// Claimed a little ahead: the send still waits for readyAt (I1).
