@@ -122,7 +122,26 @@ func BuildStatusCheck(ctx context.Context, r client.Reader, task *v1alpha1.Retry
 	}
 	req.Method = http.MethodGet
 	req.Header.Del("Content-Type")
+	if !sameHost(u.StatusCheck.URL, task.Spec.Request.URL) {
+		// Credentials never cross hosts, as Go's client does on a redirect:
+		// secret-sourced headers and Authorization/Cookie stay with the
+		// request's own host.
+		for _, hd := range task.Spec.Request.Headers {
+			if hd.ValueFrom != nil {
+				req.Header.Del(hd.Name)
+			}
+		}
+		req.Header.Del("Authorization")
+		req.Header.Del("Cookie")
+	}
 	return req, nil
+}
+
+// sameHost compares the host and port of two URLs, case-insensitively.
+func sameHost(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // base resolves what the request and the status check share: URL, headers,

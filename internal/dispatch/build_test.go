@@ -298,6 +298,20 @@ func TestBuildStatusCheck(t *testing.T) {
 		t.Errorf("%d gets, want 1 (the body is not read)", r.gets)
 	}
 
+	// Another host gets no credentials: neither the Secret-sourced header nor
+	// Authorization/Cookie.
+	spec.Request.Headers = append(spec.Request.Headers,
+		v1alpha1.Header{Name: "Cookie", Value: ptr.To("session=1")},
+		v1alpha1.Header{Name: "X-Team", Value: ptr.To("search")})
+	spec.OnUnknownOutcome.StatusCheck.URL = "https://status.example.net/jobs/job-7"
+	got, err = BuildStatusCheck(t.Context(), r, task(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (http.Header{"Idempotency-Key": {"job-7"}, "X-Team": {"search"}}); !reflect.DeepEqual(got.Header, want) {
+		t.Errorf("cross-host status check headers %v, want %v", got.Header, want)
+	}
+
 	spec.OnUnknownOutcome.StatusCheck = nil
 	if _, err := BuildStatusCheck(t.Context(), r, task(spec)); !errors.Is(err, ErrInvalid) {
 		t.Errorf("without statusCheck: err %v, want ErrInvalid", err)
