@@ -31,12 +31,15 @@ func (r *RetryTaskReconciler) offer(ctx context.Context, task, next *v1alpha1.Re
 		return r.write(ctx, task, next, untilDeadline)
 	}
 	r.Queues.remember(next)
-	if sent, _ := q.Offer(queueItem(next.DeepCopy()), r.Queues.dispatch); sent {
+	sent, why := q.Offer(queueItem(next.DeepCopy()), r.Queues.dispatch)
+	if sent {
 		return ctrl.Result{}, nil
 	}
 	if next.Status.Phase != v1alpha1.PhaseWaiting || next.Status.Reason != ReasonQueueThrottled {
+		// Written once on entering the queue: the reason can change often
+		// while held, and each change would be a status write.
 		setPhase(next, v1alpha1.PhaseWaiting, ReasonQueueThrottled, fmt.Sprintf(
-			"due, held by RetryQueue %q until its limits allow a send", *next.Spec.Queue), now)
+			"due since %s, held by RetryQueue %q: %s", queueItem(next).ReadyAt.UTC().Format(time.RFC3339Nano), *next.Spec.Queue, why), now)
 		if err := r.commit(ctx, task, next, nil); err != nil {
 			return ctrl.Result{}, err
 		}
