@@ -525,7 +525,9 @@ func applyAttemptResult(task *v1alpha1.RetryTask, number int, result dispatch.Re
 		return
 	}
 	d := planner.Plan(state, outcome, plannerPolicy(task), now, rnd)
-	if d.Kind == planner.Wait && result.Outcome == planner.NotSent && result.Err != nil {
+	if result.Outcome == planner.NotSent && result.Err != nil {
+		// Why it was not sent (a missing Secret, a refused connection) is
+		// what on-call needs, whatever the decision; it names no value.
 		d.Message += " (" + result.Err.Error() + ")"
 	}
 	if d.Kind == planner.Reconcile {
