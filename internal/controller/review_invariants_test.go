@@ -30,7 +30,7 @@ func TestReviewAdoptedSlotLeaksWhenTaskDeleted(t *testing.T) {
 		}
 	})
 	create(t, retryQueue(ns, "one", v1alpha1.RetryQueueSpec{MaxInFlight: 1}))
-	first := startReviewManager(t, ns, reviewOpts{leaseGrace: 60 * time.Second})
+	first := startManager(t, ns, managerOpts{leaseGrace: 60 * time.Second})
 	create(t, task(ns, "s0", srv.URL+path("s0"), inQueue("one"), func(rt *v1alpha1.RetryTask) {
 		rt.Spec.Request.TimeoutSeconds = ptr.To[int32](30)
 		rt.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
@@ -38,7 +38,7 @@ func TestReviewAdoptedSlotLeaksWhenTaskDeleted(t *testing.T) {
 	waitFor(t, ns, "s0", 10*time.Second, "Dispatching", inPhase(v1alpha1.PhaseDispatching))
 	first.stop()
 
-	startReviewManager(t, ns, reviewOpts{leaseGrace: 60 * time.Second})
+	startManager(t, ns, managerOpts{leaseGrace: 60 * time.Second})
 	// Make sure the new manager has built the queue's state (and adopted s0):
 	// change the queue and wait for its status to observe the change.
 	q := &v1alpha1.RetryQueue{}
@@ -75,12 +75,12 @@ func TestReviewQueuePauseLostOnRestart(t *testing.T) {
 		}
 	})
 	create(t, retryQueue(ns, "shared", v1alpha1.RetryQueueSpec{MaxInFlight: 10}))
-	first := startReviewManager(t, ns, reviewOpts{})
+	first := startManager(t, ns, managerOpts{})
 	create(t, task(ns, "first", srv.URL+path("first"), inQueue("shared")))
 	waitFor(t, ns, "first", 20*time.Second, "Waiting", inPhase(v1alpha1.PhaseWaiting))
 	first.stop()
 
-	startReviewManager(t, ns, reviewOpts{})
+	startManager(t, ns, managerOpts{})
 	create(t, task(ns, "other", srv.URL+path("other"), inQueue("shared")))
 	waitFor(t, ns, "other", 20*time.Second, "Succeeded", inPhase(v1alpha1.PhaseSucceeded))
 	at := srv.seen(path("other"))[0].at
@@ -99,7 +99,7 @@ func TestReviewClaimErrorsSpinWithoutBackoff(t *testing.T) {
 	var failing atomic.Bool
 	var tries atomic.Int64
 	failing.Store(true)
-	startReviewManager(t, ns, reviewOpts{fail: func(rt *v1alpha1.RetryTask) error {
+	startManager(t, ns, managerOpts{fail: func(rt *v1alpha1.RetryTask) error {
 		if failing.Load() {
 			tries.Add(1)
 			return unavailable()
@@ -125,7 +125,7 @@ func TestReviewTransientErrorOnRecordLosesTheResult(t *testing.T) {
 	ns := namespace(t)
 	srv := newAPI(t, func(n int, w http.ResponseWriter, r *http.Request) {})
 	var failed atomic.Bool
-	startReviewManager(t, ns, reviewOpts{fail: func(rt *v1alpha1.RetryTask) error {
+	startManager(t, ns, managerOpts{fail: func(rt *v1alpha1.RetryTask) error {
 		if rt.Status.Phase == v1alpha1.PhaseSucceeded && failed.CompareAndSwap(false, true) {
 			return unavailable()
 		}
@@ -171,7 +171,7 @@ func TestReviewQueueStatusWritesFanOutToEveryTask(t *testing.T) {
 		}
 	}()
 	before := reconciles(t, "retrytask")
-	startReviewManager(t, ns, reviewOpts{})
+	startManager(t, ns, managerOpts{})
 	const n = 30
 	names := createTasks(t, ns, "d", n, srv.URL, inQueue("drain"))
 	start := time.Now()
@@ -239,7 +239,7 @@ func TestReviewDeletedTasksKeepTheirQueuePlace(t *testing.T) {
 	srv := newAPI(t, func(n int, w http.ResponseWriter, r *http.Request) {})
 	create(t, retryQueue(ns, "slow", v1alpha1.RetryQueueSpec{MaxInFlight: 100,
 		MaxDispatchesPerSecond: ptr.To[int32](1), Burst: ptr.To[int32](1)}))
-	startReviewManager(t, ns, reviewOpts{})
+	startManager(t, ns, managerOpts{})
 	names := createTasks(t, ns, "gone", 6, srv.URL, inQueue("slow"))
 	held := 0
 	for _, name := range names {

@@ -39,7 +39,7 @@ func TestReviewSendAfterLeaseExpired(t *testing.T) {
 		StringData: map[string]string{"authorization": "Bearer s3cr3t"}})
 	slow := rest.CopyConfig(env.Config)
 	slow.Wrap(func(rt http.RoundTripper) http.RoundTripper { return slowSecrets{rt: rt, delay: 4 * time.Second} })
-	startReviewManager(t, ns, reviewOpts{config: slow, leaseGrace: time.Second})
+	startManager(t, ns, managerOpts{config: slow, leaseGrace: time.Second})
 	create(t, task(ns, "late", srv.URL+path("late"), func(rt *v1alpha1.RetryTask) {
 		rt.Spec.Request.TimeoutSeconds = ptr.To[int32](1)
 		rt.Spec.Request.Headers = []v1alpha1.Header{{Name: "Authorization", ValueFrom: &v1alpha1.ValueSource{

@@ -78,10 +78,15 @@ type manager struct {
 	statusWrites atomic.Int64
 }
 
+// managerOpts configures a test manager: fail, when set, is asked before every
+// RetryTask status write and may return an error to inject (the write is then
+// not made).
 type managerOpts struct {
-	config     *rest.Config
-	leaseGrace time.Duration
-	workers    int
+	config      *rest.Config
+	leaseGrace  time.Duration
+	workers     int
+	dispatchers int
+	fail        func(rt *v1alpha1.RetryTask) error
 }
 
 func startManager(t *testing.T, ns string, o managerOpts) *manager {
@@ -92,8 +97,13 @@ func startManager(t *testing.T, ns string, o managerOpts) *manager {
 	}
 	m := &manager{done: make(chan struct{})}
 	mgr, err := ctrl.NewManager(cfg, env.ManagerOptions(ns, zap.New(zap.WriteTo(logs), zap.UseDevMode(true)),
-		func(_ *v1alpha1.RetryTask, update func() error) error {
+		func(rt *v1alpha1.RetryTask, update func() error) error {
 			m.statusWrites.Add(1)
+			if o.fail != nil {
+				if err := o.fail(rt); err != nil {
+					return err
+				}
+			}
 			return update()
 		}))
 	if err != nil {
@@ -103,7 +113,7 @@ func startManager(t *testing.T, ns string, o managerOpts) *manager {
 	if grace == 0 {
 		grace = time.Second
 	}
-	if _, err := controller.Setup(mgr, controller.Options{LeaseGrace: grace, Workers: o.workers}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{LeaseGrace: grace, Workers: o.workers, Dispatchers: o.dispatchers}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
