@@ -118,7 +118,7 @@ func BenchmarkTasks(b *testing.B) {
 		tasks[i] = newTask(opNS, name, srv.URL+"/t/"+name)
 	}
 	t0 := time.Now()
-	if err := createAll(ctx, fast, tasks, createConcurrency); err != nil {
+	if err := testenv.CreateAll(ctx, fast, tasks, createConcurrency); err != nil {
 		b.Fatal(err)
 	}
 	created := time.Since(t0)
@@ -275,33 +275,6 @@ func newTask(ns, name, url string) *v1alpha1.RetryTask {
 	}
 }
 
-// createAll creates objs from a pool of goroutines; objs get their server
-// state (resourceVersion) back.
-func createAll(ctx context.Context, c client.Client, objs []*v1alpha1.RetryTask, concurrency int) error {
-	work := make(chan *v1alpha1.RetryTask, len(objs))
-	for _, o := range objs {
-		work <- o
-	}
-	close(work)
-	var (
-		wg   sync.WaitGroup
-		once sync.Once
-		err  error
-	)
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if e := c.Create(ctx, o); e != nil {
-					once.Do(func() { err = fmt.Errorf("creating %s: %w", o.Name, e) })
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return err
-}
 
 // waitAllSucceeded checks the bench's watch every pollEvery until every task
 // is Succeeded. It polls the watch rather than Listing 2,000 objects from the

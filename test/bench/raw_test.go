@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/retry-operator/retry-operator/api/v1alpha1"
+	"github.com/retry-operator/retry-operator/internal/testenv"
 )
 
 // rawWritesPerTask mirrors the operator's work per task: two attempts, each a
@@ -29,7 +30,7 @@ func rawCeiling(ctx context.Context, c client.Client, ns, url string, tasks, con
 	for i := range objs {
 		objs[i] = newTask(ns, fmt.Sprintf("raw-%05d", i), url)
 	}
-	if err := createAll(ctx, c, objs, concurrency); err != nil {
+	if err := testenv.CreateAll(ctx, c, objs, concurrency); err != nil {
 		return 0, 0, err
 	}
 

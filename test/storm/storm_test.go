@@ -239,7 +239,7 @@ func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast clien
 		tasks[i] = newTask(ns.Name, name, srv.URL+"/t/"+name, queued)
 	}
 	r.t0 = time.Now()
-	if err := createAll(ctx, fast, tasks, createConcurrency); err != nil {
+	if err := testenv.CreateAll(ctx, fast, tasks, createConcurrency); err != nil {
 		b.Fatal(err)
 	}
 	r.created = time.Since(r.t0)
@@ -748,32 +748,6 @@ func waitQueueReady(ctx context.Context, c client.Client, ns, name string) error
 	}
 }
 
-// createAll creates the tasks from a pool of goroutines.
-func createAll(ctx context.Context, c client.Client, objs []*v1alpha1.RetryTask, concurrency int) error {
-	work := make(chan *v1alpha1.RetryTask, len(objs))
-	for _, o := range objs {
-		work <- o
-	}
-	close(work)
-	var (
-		wg   sync.WaitGroup
-		once sync.Once
-		err  error
-	)
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if e := c.Create(ctx, o); e != nil {
-					once.Do(func() { err = fmt.Errorf("creating %s: %w", o.Name, e) })
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return err
-}
 
 // --- the benchmark's watch ---
 
