@@ -275,7 +275,6 @@ func newTask(ns, name, url string) *v1alpha1.RetryTask {
 	}
 }
 
-
 // waitAllSucceeded checks the bench's watch every pollEvery until every task
 // is Succeeded. It polls the watch rather than Listing 2,000 objects from the
 // API server twice a second, which would load the server being measured; the

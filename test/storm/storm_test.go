@@ -748,7 +748,6 @@ func waitQueueReady(ctx context.Context, c client.Client, ns, name string) error
 	}
 }
 
-
 // --- the benchmark's watch ---
 
 // watcher records when each task was first seen Succeeded, and tasks that
