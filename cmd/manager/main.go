@@ -28,6 +28,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica runs the controllers")
 	flag.IntVar(&opts.Workers, "workers", 8, "concurrent reconciles")
 	flag.IntVar(&opts.Dispatchers, "max-concurrent-dispatches", 64, "attempts in flight at once across all tasks")
+	flag.BoolVar(&opts.AbortOnStop, "abort-on-stop", false, "abandon attempts in flight on shutdown (they become OutcomeUnknown) instead of letting them finish")
 	flag.DurationVar(&opts.LeaseGrace, "lease-grace", 15*time.Second, "added to a request's timeout to form its lease; after it, an attempt with no result is OutcomeUnknown")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

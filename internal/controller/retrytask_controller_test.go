@@ -464,3 +464,27 @@ func TestTwoManagersNeverSendMoreThanRecorded(t *testing.T) {
 		}
 	}
 }
+
+// A manager that stops (a rollout) lets the attempt in flight finish and
+// records its result: no unknown outcome, no second request.
+func TestStopDrainsAttemptsInFlight(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	arrived := make(chan struct{}, 10)
+	srv := newAPI(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		time.Sleep(time.Second)
+	})
+	m := startManager(t, ns, managerOpts{drain: true})
+	create(t, task(ns, "drain", srv.URL+path("drain")))
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request never arrived")
+	}
+	m.stop()
+	rt := get(t, ns, "drain")
+	if rt.Status.Phase != v1alpha1.PhaseSucceeded || len(srv.seen(path("drain"))) != 1 {
+		t.Fatalf("after the stop: %s; server saw %d requests", describe(rt), len(srv.seen(path("drain"))))
+	}
+}

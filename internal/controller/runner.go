@@ -43,6 +43,10 @@ type Runner struct {
 	Queues *Queues
 	// LeaseGrace is added to the request timeout to form the attempt's lease.
 	LeaseGrace time.Duration
+	// AbortOnStop makes a stopping manager abandon attempts in flight, as a
+	// crash would (their leases then make them unknown outcomes); by default
+	// they finish and are recorded.
+	AbortOnStop bool
 	// ClaimLead is the least time before its readyAt an attempt may be
 	// claimed; the lead grows with recent claim-write latency (see lead). The
 	// send still waits for readyAt.
@@ -280,6 +284,17 @@ func (r *Runner) poke(task *v1alpha1.RetryTask) {
 	}
 }
 
+// drainable is the context for a claimed attempt: unless AbortOnStop, a
+// manager that stops lets the attempt finish and records its result (the
+// request is bounded by its timeout), so a rollout does not turn attempts in
+// flight into unknown outcomes.
+func (r *Runner) drainable(ctx context.Context) context.Context {
+	if r.AbortOnStop {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
 // writeFailed counts a failed claim write and returns how long to wait before
 // trying again, so that an API server outage is not met with a hot loop.
 func (r *Runner) writeFailed(uid types.UID) time.Duration {
@@ -343,6 +358,7 @@ func (r *Runner) attempt(ctx context.Context, task *v1alpha1.RetryTask, finish f
 	r.claimWritten(r.Clock.Since(now))
 	r.writeSucceeded(task.UID)
 	number := st.ActiveAttempt
+	ctx = r.drainable(ctx)
 	// Claimed a little ahead: the send still waits for readyAt (I1).
 	if !r.waitUntil(ctx, task, at) {
 		return 0, false // stopping: the lease makes this attempt an unknown outcome
@@ -599,6 +615,7 @@ func (r *Runner) statusCheck(ctx context.Context, task *v1alpha1.RetryTask, fini
 	}
 	r.writeSucceeded(task.UID)
 	number := int(task.Status.Attempts)
+	ctx = r.drainable(ctx)
 	var result dispatch.Result
 	if buildErr != nil {
 		result = dispatch.Result{Outcome: planner.NotSent, Err: buildErr, ReceivedAt: r.Clock.Now()}

@@ -22,6 +22,9 @@ type Options struct {
 	Dispatchers int
 	// LeaseGrace is added to a request's timeout to form its lease.
 	LeaseGrace time.Duration
+	// AbortOnStop abandons attempts in flight when the manager stops, as a
+	// crash would; by default they finish and their results are recorded.
+	AbortOnStop bool
 }
 
 // Setup registers the RetryTask controller and its attempt runner with mgr.
@@ -40,6 +43,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Runner, error) {
 	if o.LeaseGrace > 0 {
 		runner.LeaseGrace = o.LeaseGrace
 	}
+	runner.AbortOnStop = o.AbortOnStop
 	queues := &Queues{Reader: mgr.GetClient(), Clock: o.Clock, Runner: runner}
 	runner.Queues = queues
 	if err := mgr.Add(runner); err != nil {

@@ -87,6 +87,9 @@ type managerOpts struct {
 	workers     int
 	dispatchers int
 	fail        func(rt *v1alpha1.RetryTask) error
+	// drain lets attempts in flight finish when the manager stops; by
+	// default a test manager's stop is a crash.
+	drain bool
 }
 
 func startManager(t *testing.T, ns string, o managerOpts) *manager {
@@ -113,7 +116,7 @@ func startManager(t *testing.T, ns string, o managerOpts) *manager {
 	if grace == 0 {
 		grace = time.Second
 	}
-	if _, err := controller.Setup(mgr, controller.Options{LeaseGrace: grace, Workers: o.workers, Dispatchers: o.dispatchers}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{LeaseGrace: grace, Workers: o.workers, Dispatchers: o.dispatchers, AbortOnStop: !o.drain}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
