@@ -21,6 +21,7 @@ func main() {
 	var (
 		metricsAddr, probeAddr string
 		leaderElect            bool
+		shutdownTimeout        time.Duration
 		opts                   controller.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 turns it off")
@@ -30,6 +31,7 @@ func main() {
 	flag.IntVar(&opts.Dispatchers, "max-concurrent-dispatches", 64, "attempts in flight at once across all tasks")
 	flag.BoolVar(&opts.AbortOnStop, "abort-on-stop", false, "abandon attempts in flight on shutdown (they become OutcomeUnknown) instead of letting them finish")
 	flag.DurationVar(&opts.LeaseGrace, "lease-grace", 15*time.Second, "added to a request's timeout to form its lease; after it, an attempt with no result is OutcomeUnknown")
+	flag.DurationVar(&shutdownTimeout, "graceful-shutdown-timeout", 45*time.Second, "how long a stopping manager waits for attempts in flight to finish and be recorded")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -55,6 +57,7 @@ func main() {
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "retry-operator.retryoperator.dev",
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdownTimeout,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
