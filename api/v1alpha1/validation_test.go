@@ -166,3 +166,30 @@ func TestSpecImmutableExceptResolution(t *testing.T) {
 		t.Fatalf("spec.resolution must stay mutable: %v", err)
 	}
 }
+
+// status.phase is a selectable field: `kubectl get rt --field-selector
+// status.phase=Escalated` lists the tasks that need a human.
+func TestPhaseIsSelectable(t *testing.T) {
+	ctx := context.Background()
+	for _, phase := range []v1alpha1.Phase{v1alpha1.PhaseEscalated, v1alpha1.PhaseSucceeded} {
+		rt := &v1alpha1.RetryTask{}
+		if err := yaml.Unmarshal([]byte(base+"spec: {request: {url: 'http://127.0.0.1:1/x'}, activeDeadlineSeconds: 60}"), rt); err != nil {
+			t.Fatal(err)
+		}
+		rt.Namespace = "kube-public"
+		if err := env.Client.Create(ctx, rt); err != nil {
+			t.Fatal(err)
+		}
+		rt.Status.Phase = phase
+		if err := env.Client.Status().Update(ctx, rt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list v1alpha1.RetryTaskList
+	if err := env.Client.List(ctx, &list, client.InNamespace("kube-public"), client.MatchingFields{"status.phase": "Escalated"}); err != nil {
+		t.Fatalf("field selector on status.phase: %v", err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Status.Phase != v1alpha1.PhaseEscalated {
+		t.Fatalf("selected %d tasks: %+v", len(list.Items), list.Items)
+	}
+}
