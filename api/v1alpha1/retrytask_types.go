@@ -455,7 +455,8 @@ type LastResponse struct {
 // AttemptRecord is one line of history.
 type AttemptRecord struct {
 	Number int32 `json:"number"`
-	// sentAt is when the attempt was claimed.
+	// sentAt is when the request was sent; for an attempt that was not sent,
+	// when it was claimed.
 	SentAt metav1.MicroTime `json:"sentAt"`
 	// outcome is Response, NotSent or Unknown.
 	Outcome string `json:"outcome"`

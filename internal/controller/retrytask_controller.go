@@ -106,7 +106,11 @@ func (r *RetryTaskReconciler) advance(ctx context.Context, task, next *v1alpha1.
 		return r.writeAndReport(ctx, task, next, resolution)
 	}
 	at := r.Runner.sendTime(next, now)
-	if early, lead := at.Sub(now), r.Runner.lead(); early > lead {
+	lead := r.Runner.lead()
+	if next.Spec.Queue != nil {
+		lead = 0 // the queue admits at readyAt; it is offered then
+	}
+	if early := at.Sub(now); early > lead {
 		return r.writeAndReportAfter(ctx, task, next, resolution, early-lead)
 	}
 	// Claim evaluates the deadline and readyAt at the send instant.

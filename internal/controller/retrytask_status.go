@@ -229,6 +229,10 @@ func recordResult(t *v1alpha1.RetryTask, res dispatch.Result, now time.Time) {
 	if s.ActiveAttempt != nil {
 		n, sentAt = s.ActiveAttempt.Number, s.ActiveAttempt.StartedAt
 	}
+	if !res.SentAt.IsZero() {
+		// An attempt may be claimed a little before its send: record the send.
+		sentAt = metav1.NewMicroTime(res.SentAt)
+	}
 	if res.Outcome == planner.Response {
 		lr := &v1alpha1.LastResponse{
 			Attempt:    n,

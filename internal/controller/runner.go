@@ -394,8 +394,15 @@ func (r *Runner) send(ctx context.Context, task *v1alpha1.RetryTask, req dispatc
 	if buildErr != nil {
 		return dispatch.Result{Outcome: planner.NotSent, Err: buildErr, ReceivedAt: r.Clock.Now()}
 	}
-	if q := r.Queues.of(task); q != nil && !q.Gate(ctx) {
-		return dispatch.Result{Outcome: planner.NotSent, Err: ctx.Err(), ReceivedAt: r.Clock.Now()}
+	if q := r.Queues.of(task); q != nil {
+		// No later than the lease can still cover the request, nor the deadline.
+		latest := task.Status.ActiveAttempt.LeaseExpiresAt.Add(-req.Timeout)
+		if d := task.Status.Deadline.Time; d.Before(latest) {
+			latest = d
+		}
+		if !q.Gate(ctx, latest) {
+			return dispatch.Result{Outcome: planner.NotSent, Err: errGate, ReceivedAt: r.Clock.Now()}
+		}
 	}
 	now := r.Clock.Now()
 	switch {
@@ -404,8 +411,12 @@ func (r *Runner) send(ctx context.Context, task *v1alpha1.RetryTask, req dispatc
 	case now.Add(req.Timeout).After(task.Status.ActiveAttempt.LeaseExpiresAt.Time):
 		return dispatch.Result{Outcome: planner.NotSent, Err: errLease, ReceivedAt: now}
 	}
-	return r.Sender.Send(ctx, req, maxBodyOf(task))
+	res := r.Sender.Send(ctx, req, maxBodyOf(task))
+	res.SentAt = now
+	return res
 }
+
+var errGate = errors.New("the queue's rate limit had no token before the lease or the deadline would end; it was not sent")
 
 var errLease = errors.New("the claim took so long that the lease could not cover the request; it was not sent")
 

@@ -137,11 +137,12 @@ func BuildStatusCheck(ctx context.Context, r client.Reader, task *v1alpha1.Retry
 	return req, nil
 }
 
-// sameHost compares the host and port of two URLs, case-insensitively.
+// sameHost compares the scheme, host and port of two URLs, case-insensitively:
+// credentials for https never go out over http.
 func sameHost(a, b string) bool {
 	ua, errA := url.Parse(a)
 	ub, errB := url.Parse(b)
-	return errA == nil && errB == nil && strings.EqualFold(ua.Host, ub.Host)
+	return errA == nil && errB == nil && strings.EqualFold(ua.Host, ub.Host) && strings.EqualFold(ua.Scheme, ub.Scheme)
 }
 
 // base resolves what the request and the status check share: URL, headers,

@@ -312,6 +312,12 @@ func TestBuildStatusCheck(t *testing.T) {
 		t.Errorf("cross-host status check headers %v, want %v", got.Header, want)
 	}
 
+	// Nor does the same host over plain http when the request is https.
+	spec.OnUnknownOutcome.StatusCheck.URL = "http://api.example.com/v1/jobs/by-key/job-7"
+	if got, err = BuildStatusCheck(t.Context(), r, task(spec)); err != nil || got.Header.Get("Authorization") != "" {
+		t.Errorf("https credentials sent over http: %v, %v", got.Header, err)
+	}
+
 	spec.OnUnknownOutcome.StatusCheck = nil
 	if _, err := BuildStatusCheck(t.Context(), r, task(spec)); !errors.Is(err, ErrInvalid) {
 		t.Errorf("without statusCheck: err %v, want ErrInvalid", err)

@@ -37,4 +37,6 @@ type Result struct {
 	Err error
 	// ReceivedAt is when the status line arrived, or when the failure was seen.
 	ReceivedAt time.Time
+	// SentAt is when the send began; zero when nothing was sent.
+	SentAt time.Time
 }

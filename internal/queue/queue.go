@@ -156,9 +156,10 @@ func setRate(lim *rate.Limiter, l Limits, now time.Time) *rate.Limiter {
 	return lim
 }
 
-// Gate waits, on the queue's clock, for a token of the send-side bucket; it
-// returns false if ctx ends first. Callers re-check the deadline after it.
-func (q *Queue) Gate(ctx context.Context) bool {
+// Gate waits, on the queue's clock, for a token of the send-side bucket. It
+// returns false at once when the token would come after latest (zero: no
+// bound), and false if ctx ends first. Callers re-check the deadline after it.
+func (q *Queue) Gate(ctx context.Context, latest time.Time) bool {
 	q.mu.Lock()
 	if q.gate == nil {
 		q.mu.Unlock()
@@ -167,6 +168,11 @@ func (q *Queue) Gate(ctx context.Context) bool {
 	now := q.clock.Now()
 	r := q.gate.ReserveN(now, 1)
 	d := r.DelayFrom(now)
+	if !latest.IsZero() && now.Add(d).After(latest) {
+		r.CancelAt(now)
+		q.mu.Unlock()
+		return false
+	}
 	q.mu.Unlock()
 	if d <= 0 {
 		return true

@@ -875,11 +875,11 @@ func TestGatePacesSends(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	q := New(Limits{Rate: 2, Burst: 1, RetryBudgetPercent: -1}, clk)
 	clk.Step(time.Second) // the bucket (one token) fills
-	if !q.Gate(context.Background()) {
+	if !q.Gate(context.Background(), time.Time{}) {
 		t.Fatal("the first send was refused")
 	}
 	done := make(chan bool)
-	go func() { done <- q.Gate(context.Background()) }()
+	go func() { done <- q.Gate(context.Background(), time.Time{}) }()
 	for !clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
@@ -897,5 +897,19 @@ func TestGatePacesSends(t *testing.T) {
 	clk.Step(time.Nanosecond)
 	if !<-done {
 		t.Fatal("the gate never opened")
+	}
+}
+
+// A token that would come too late (after the lease or the deadline allow a
+// send) is not waited for, and not taken.
+func TestGateRefusesATokenPastLatest(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	q := New(Limits{Rate: 1, Burst: 1, RetryBudgetPercent: -1}, clk)
+	if q.Gate(context.Background(), t0.Add(500*time.Millisecond)) {
+		t.Fatal("passed with the next token 1s away and latest 500ms away")
+	}
+	clk.Step(time.Second)
+	if !q.Gate(context.Background(), t0.Add(time.Second)) {
+		t.Fatal("the refused wait took the token")
 	}
 }
