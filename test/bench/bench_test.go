@@ -64,9 +64,9 @@ func BenchmarkTasks(b *testing.B) {
 
 	// One logger for everything in the process (manager, caches): errors are
 	// counted, the rest dropped; 2,000 tasks at info level would measure the logger.
-	errs := &errorLog{}
+	errs := &testenv.ErrorLog{}
 	ctrl.SetLogger(logr.New(errs))
-	load := loadAverage()
+	load := testenv.LoadAverage()
 
 	env, err := testenv.Start()
 	if err != nil {
@@ -79,9 +79,8 @@ func BenchmarkTasks(b *testing.B) {
 	// The benchmark's own client (creates, the raw loop, the final List) has
 	// no client-side limiter at all (QPS < 0): the raw ceiling must be the API
 	// server's, not client-go's.
-	fastCfg := rest.CopyConfig(env.Config)
-	fastCfg.QPS, fastCfg.Burst = -1, 0
-	fast, err := client.New(fastCfg, client.Options{Scheme: env.Scheme})
+	fastCfg := env.UnlimitedConfig()
+	fast, err := env.UnlimitedClient()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +125,7 @@ func BenchmarkTasks(b *testing.B) {
 		b.Fatal(err)
 	}
 	peakHeap, baseHeap := heap.stop()
-	errCount, firstErrs := errs.count() // before the stop's own "context canceled"
+	errCount, firstErrs := errs.Count() // before the stop's own "context canceled"
 	mgr.stop()
 
 	// The API server's word, not the watch's: every task must be Succeeded.
@@ -223,44 +222,6 @@ func startManager(ctx context.Context, env *testenv.Env, ns string, log logr.Log
 func (m *runningManager) stop() {
 	m.cancel()
 	<-m.done
-}
-
-// errorLog is a logr sink that drops info lines and counts error lines,
-// keeping the first few to print.
-type errorLog struct {
-	mu    sync.Mutex
-	n     int
-	first []string
-}
-
-func (l *errorLog) Init(logr.RuntimeInfo)          {}
-func (l *errorLog) Enabled(int) bool               { return false }
-func (l *errorLog) Info(int, string, ...any)       {}
-func (l *errorLog) WithValues(...any) logr.LogSink { return l }
-func (l *errorLog) WithName(string) logr.LogSink   { return l }
-func (l *errorLog) Error(err error, msg string, kv ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n++
-	if len(l.first) < 3 {
-		l.first = append(l.first, fmt.Sprintf("%.200s", fmt.Sprintf("%s: %v", msg, err)))
-	}
-}
-
-func (l *errorLog) count() (int, []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n, append([]string(nil), l.first...)
-}
-
-// loadAverage is the 1-minute load average before the run: the machine may be
-// shared, and the API server's ceiling with it.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b))[0]
 }
 
 // newTask is a GET to url with a generous deadline: the benchmark measures

@@ -82,7 +82,7 @@ const (
 // BenchmarkStorm runs the whole scenario once, whatever b.N is (run it with
 // -benchtime 1x).
 func BenchmarkStorm(b *testing.B) {
-	errs := &errorLog{}
+	errs := &testenv.ErrorLog{}
 	ctrl.SetLogger(logr.New(errs))
 
 	env, err := testenv.Start()
@@ -95,13 +95,11 @@ func BenchmarkStorm(b *testing.B) {
 
 	// The benchmark's own client (namespaces, creates, watch, final list)
 	// has no client-side limiter.
-	fastCfg := rest.CopyConfig(env.Config)
-	fastCfg.QPS, fastCfg.Burst = -1, 0
-	fast, err := client.NewWithWatch(fastCfg, client.Options{Scheme: env.Scheme})
+	fast, err := env.UnlimitedClient()
 	if err != nil {
 		b.Fatal(err)
 	}
-	load := loadAverage()
+	load := testenv.LoadAverage()
 
 	queued := runScenario(ctx, b, env, fast, true, errs)
 	baseline := runScenario(ctx, b, env, fast, false, errs)
@@ -184,7 +182,7 @@ type result struct {
 	slowest []string // the tasks that finished last, described
 }
 
-func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast client.WithWatch, queued bool, errs *errorLog) *result {
+func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast client.WithWatch, queued bool, errs *testenv.ErrorLog) *result {
 	r := &result{name: "no queue (baseline)", queued: queued}
 	if queued {
 		r.name = fmt.Sprintf("RetryQueue %d/s burst %d", queueRate, queueBurst)
@@ -216,7 +214,7 @@ func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast clien
 	}
 	defer w.stop()
 
-	errs.reset()
+	errs.Reset()
 	mgr, err := startManager(ctx, env, ns.Name)
 	if err != nil {
 		b.Fatal(err)
@@ -244,7 +242,7 @@ func runScenario(ctx context.Context, b *testing.B, env *testenv.Env, fast clien
 	}
 	r.created = time.Since(r.t0)
 	waitErr := w.waitAll(numTasks, r.t0, drainTimeout)
-	errCount, firstErrs := errs.count() // before the stop's own "context canceled"
+	errCount, firstErrs := errs.Count() // before the stop's own "context canceled"
 	mgr.stop()
 	srv.Close()
 	if waitErr != nil {
@@ -863,47 +861,4 @@ func (w *watcher) succeeded() (map[string]time.Time, time.Time) {
 func (w *watcher) stop() {
 	w.cancel()
 	<-w.done
-}
-
-// --- logging ---
-
-// errorLog drops info lines and counts error lines, keeping the first few.
-type errorLog struct {
-	mu    sync.Mutex
-	n     int
-	first []string
-}
-
-func (l *errorLog) Init(logr.RuntimeInfo)          {}
-func (l *errorLog) Enabled(int) bool               { return false }
-func (l *errorLog) Info(int, string, ...any)       {}
-func (l *errorLog) WithValues(...any) logr.LogSink { return l }
-func (l *errorLog) WithName(string) logr.LogSink   { return l }
-func (l *errorLog) Error(err error, msg string, kv ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n++
-	if len(l.first) < 3 {
-		l.first = append(l.first, fmt.Sprintf("%s: %v", msg, err))
-	}
-}
-
-func (l *errorLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n, l.first = 0, nil
-}
-
-func (l *errorLog) count() (int, []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n, append([]string(nil), l.first...)
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b))[0]
 }
