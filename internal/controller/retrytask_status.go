@@ -24,33 +24,32 @@ const (
 
 // Reasons that are not planner stop or wait reasons.
 const (
-	ReasonInProgress          = "InProgress"
-	ReasonDispatching         = "Dispatching"
-	ReasonSucceeded           = "Succeeded"
-	ReasonMarkedSucceeded     = "MarkedSucceeded"
-	ReasonMarkedFailed        = "MarkedFailed"
-	ReasonStatusCheckOK       = "StatusCheckSucceeded"
-	ReasonResponseTooLarge    = "ResponseTooLarge"
-	ReasonResponseNotStored   = "ResponseNotStored"
-	ReasonTimeout             = "AttemptOutcomeUnknown"
-	ReasonLeaseExpired        = "LeaseExpired"
-	ReasonInconclusive        = "StatusCheckInconclusive"
-	ReasonResending           = "ResendingWithIdempotencyKey"
-	ReasonCheckingStatus      = "CheckingStatus"
-	ReasonNotEscalated        = "NotEscalated"
-	ReasonKnown               = "OutcomeKnown"
-	ReasonNotWaiting          = "NotWaiting"
-	ModeSend                  = "Send"
-	ModeStatusCheck           = "StatusCheck"
-	resolutionEventReason     = "Resolved"
-	defaultMaxDelay           = 30 * time.Second
-	defaultTimeout            = 30 * time.Second
-	defaultMaxAttempts        = 3
-	defaultMaxWait            = 60 * time.Second
-	defaultInitialDelay       = time.Second
-	defaultLeaseGrace         = 15 * time.Second
-	defaultClaimLead          = 250 * time.Millisecond
-	defaultIdempotencyKeyName = "Idempotency-Key"
+	ReasonInProgress        = "InProgress"
+	ReasonDispatching       = "Dispatching"
+	ReasonSucceeded         = "Succeeded"
+	ReasonMarkedSucceeded   = "MarkedSucceeded"
+	ReasonMarkedFailed      = "MarkedFailed"
+	ReasonStatusCheckOK     = "StatusCheckSucceeded"
+	ReasonResponseTooLarge  = "ResponseTooLarge"
+	ReasonResponseNotStored = "ResponseNotStored"
+	ReasonTimeout           = "AttemptOutcomeUnknown"
+	ReasonLeaseExpired      = "LeaseExpired"
+	ReasonInconclusive      = "StatusCheckInconclusive"
+	ReasonResending         = "ResendingWithIdempotencyKey"
+	ReasonCheckingStatus    = "CheckingStatus"
+	ReasonNotEscalated      = "NotEscalated"
+	ReasonKnown             = "OutcomeKnown"
+	ReasonNotWaiting        = "NotWaiting"
+	ModeSend                = "Send"
+	ModeStatusCheck         = "StatusCheck"
+	resolutionEventReason   = "Resolved"
+	defaultMaxDelay         = 30 * time.Second
+	defaultTimeout          = 30 * time.Second
+	defaultMaxAttempts      = 3
+	defaultMaxWait          = 60 * time.Second
+	defaultInitialDelay     = time.Second
+	defaultLeaseGrace       = 15 * time.Second
+	defaultClaimLead        = 250 * time.Millisecond
 )
 
 func micro(t time.Time) *metav1.MicroTime {

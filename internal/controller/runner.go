@@ -98,9 +98,6 @@ func (r *Runner) Start(ctx context.Context) error {
 	return nil
 }
 
-// Wakeups are events that make the controller look at a task again.
-func (r *Runner) Wakeups() <-chan event.GenericEvent { return r.wake }
-
 // Running reports whether an attempt of the task is being handled here; if so
 // the caller skips the task, and the runner looks again when it finishes.
 func (r *Runner) Running(uid types.UID) bool {
